@@ -1,0 +1,40 @@
+# Two commands for a fresh machine (see README.md):
+#   make demo   -- create .venv on first use, then run the main job on the embedded SmolLM2
+#   make test   -- create .venv on first use, then run the whole test suite
+PY      ?= python3.11
+VENV    := .venv
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.setup-stamp
+export TORCH_COMPILE_DISABLE := 1
+export TOKENIZERS_PARALLELISM := false
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.PHONY: setup demo test lint bench clean
+
+setup: $(STAMP)
+
+# torch 2.13.0 (CPU) comes from the wheel on local disk; it must be installed before anything
+# that depends on torch, or pip would resolve a multi-GB CUDA build.
+$(STAMP): pyproject.toml requirements/constraints.txt
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q torch==2.13.0
+	$(BIN)/python -m pip install -q -c requirements/constraints.txt -e ".[all]"
+	$(BIN)/python -m pip install -q --no-deps -c requirements/constraints.txt -r requirements/no-deps.txt
+	touch $(STAMP)
+
+demo: setup
+	$(BIN)/python examples/main_job.py
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+lint: setup
+	$(BIN)/ruff check smcplan tests bench examples
+
+bench: setup
+	$(BIN)/python bench/resampling.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache
