@@ -1,0 +1,7 @@
+"""Typed errors raised by the SMC kernels on bad input (outside ``jit``)."""
+
+from __future__ import annotations
+
+
+class InvalidWeightsError(ValueError):
+    """Weights (or log-weights) are unusable: NaN, negative, no survivor, or a wrong shape."""
