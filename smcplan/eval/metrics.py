@@ -1,0 +1,353 @@
+"""Evaluation metrics of the seed papers, with 95% confidence intervals, on logged episodes.
+
+Pure: this module works on plain step/episode records (dicts read from a run's JSONL/JSON files)
+and imports only ``numpy``. It must not import ``smcplan.envs``, ``smcplan.agents``,
+``smcplan.llm`` or any backend, so it can be tested on hand-made logs.
+
+Definitions (one *episode* = one task instance; its steps are the executed actions):
+
+* **SR** (success rate): fraction of episodes with ``won``. 95% CI: Wilson score interval.
+* **AR** (average reward): mean final ``score`` (normalised to [0, 1]) over episodes. CI: bootstrap.
+* **AvgS**: mean number of steps over *successful* episodes only (RLAW, NeSyFS tables). CI: bootstrap.
+* **Hallucination rate** (RLAW, arXiv 2607.17038): fraction of episodes with at least one action the
+  environment rejected (``info["invalid"]``). CI: Wilson.
+* **Invalid-action rate** (RLVMR, arXiv 2507.22844): invalid steps / all steps, pooled over the run.
+  CI: cluster bootstrap over episodes (steps of one episode are not independent).
+* **Repetitive-action rate** (RLVMR): repetitive steps / all steps, pooled, cluster-bootstrap CI.
+  Step ``t`` is *repetitive* iff an earlier step ``s < t`` of the same trial executed the same
+  action (compared after lower-casing and collapsing whitespace) **and** received the identical
+  observation (``o_s == o_t``, compared after stripping): the action was repeated and the only
+  state the agent can see did not change. This counts loops such as "look around" forever and
+  "open door / close door / open door", but not a repeated "go north" that leads somewhere new.
+* **Rejections per episode**: proposals rejected before execution — RLAW's critique rejections
+  (critic score < τ) or NeSyFS's reflection rejections — summed per episode from step meta
+  (``meta["rejections"]`` if an int, else ``len(meta["rejected_proposals"])``). CI: bootstrap.
+* **Slow-thinking calls per episode**: steps whose ``meta["slow_thinking"]`` is truthy. CI: bootstrap.
+* **LLM calls, tokens and wall time per step**: pooled sums / steps, cluster-bootstrap CI;
+  from ``llm_calls``/``llm_tokens`` of each step record and the harness-measured ``agent_s + env_s``.
+
+Episodes whose backend died (``status == "error"``) are excluded from every metric and counted in
+``n_errors``; they are neither successes nor failures of the agent.
+
+Wilson interval (Wilson 1927): with p̂ = k/n and z = Φ⁻¹(0.975),
+    centre = (p̂ + z²/2n) / (1 + z²/n),  half = z/(1 + z²/n) · sqrt(p̂(1 − p̂)/n + z²/4n²).
+Percentile bootstrap (Efron & Tibshirani 1993): resample the n episodes with replacement B times,
+recompute the statistic, report the (α/2, 1 − α/2) quantiles; seeded, so reports are reproducible.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "Estimate",
+    "EpisodeStats",
+    "RunMetrics",
+    "wilson_interval",
+    "bootstrap_mean_ci",
+    "bootstrap_ratio_ci",
+    "normalize_action",
+    "repetitive_flags",
+    "step_count",
+    "episode_stats",
+    "aggregate",
+    "group_metrics",
+]
+
+Z_95 = 1.959963984540054  # Φ⁻¹(0.975)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A point estimate with its 95% interval; ``value`` is ``None`` when ``n == 0``."""
+
+    value: float | None
+    lo: float | None
+    hi: float | None
+    n: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def wilson_interval(k: int, n: int, z: float = Z_95) -> tuple[float, float]:
+    """Wilson score interval for a binomial proportion k/n (default 95%).
+
+    centre = (p̂ + z²/2n)/(1 + z²/n), half-width = z/(1 + z²/n)·sqrt(p̂(1−p̂)/n + z²/4n²).
+    Stays inside [0, 1] and is sensible at k = 0 or k = n, unlike the Wald interval.
+    """
+    if n <= 0:
+        raise ValueError(f"wilson_interval needs n > 0 trials, got n={n}")
+    if not 0 <= k <= n:
+        raise ValueError(f"wilson_interval needs 0 <= k <= n, got k={k}, n={n}")
+    p = k / n
+    z2 = z * z
+    denom = 1.0 + z2 / n
+    centre = (p + z2 / (2 * n)) / denom
+    half = (z / denom) * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def _quantiles(samples: np.ndarray, confidence: float) -> tuple[float, float]:
+    alpha = 1.0 - confidence
+    lo, hi = np.quantile(samples, [alpha / 2, 1 - alpha / 2])
+    return float(lo), float(hi)
+
+
+def bootstrap_mean_ci(
+    values: Sequence[float],
+    *,
+    seed: int = 0,
+    num_resamples: int = 2000,
+    confidence: float = 0.95,
+) -> tuple[float, float]:
+    """Percentile-bootstrap interval of the mean of ``values`` (resampled with replacement).
+
+    Deterministic in ``seed`` (``numpy.random.default_rng``). With one value the interval is that
+    value (no variability can be estimated from one observation).
+    """
+    x = np.asarray(values, dtype=float)
+    if x.size == 0:
+        raise ValueError("bootstrap_mean_ci needs at least one value")
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, x.size, size=(num_resamples, x.size))
+    return _quantiles(x[idx].mean(axis=1), confidence)
+
+
+def bootstrap_ratio_ci(
+    numerators: Sequence[float],
+    denominators: Sequence[float],
+    *,
+    seed: int = 0,
+    num_resamples: int = 2000,
+    confidence: float = 0.95,
+) -> tuple[float, float]:
+    """Cluster-bootstrap interval of the pooled ratio Σ numerators / Σ denominators.
+
+    Clusters (episodes) are resampled with replacement, keeping each episode's numerator and
+    denominator together; resamples whose denominator sums to 0 are dropped.
+    """
+    num = np.asarray(numerators, dtype=float)
+    den = np.asarray(denominators, dtype=float)
+    if num.shape != den.shape or num.size == 0:
+        raise ValueError(
+            f"bootstrap_ratio_ci needs equal, non-empty arrays; got {num.shape} and {den.shape}"
+        )
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, num.size, size=(num_resamples, num.size))
+    n_sum, d_sum = num[idx].sum(axis=1), den[idx].sum(axis=1)
+    keep = d_sum > 0
+    if not keep.any():
+        raise ValueError("bootstrap_ratio_ci: every resample has a zero denominator")
+    return _quantiles(n_sum[keep] / d_sum[keep], confidence)
+
+
+def normalize_action(action: str) -> str:
+    """Lower-case and collapse whitespace: ``"  Take  Coin"`` and ``"take coin"`` are one action."""
+    return " ".join(str(action).lower().split())
+
+
+def repetitive_flags(steps: Sequence[Mapping[str, Any]]) -> list[bool]:
+    """Per step: True iff an earlier step of the same trial had the same action and observation.
+
+    Uses each record's ``action``, ``feedback`` (the observation the environment returned) and
+    ``trial`` (default 0). See the module docstring for the definition (RLVMR's repetitive action).
+    """
+    seen: set[tuple[int, str, str]] = set()
+    flags = []
+    for step in steps:
+        key = (
+            int(step.get("trial", 0) or 0),
+            normalize_action(step["action"]),
+            str(step.get("feedback", "")).strip(),
+        )
+        flags.append(key in seen)
+        seen.add(key)
+    return flags
+
+
+def _count(value: Any) -> float:
+    """A number from a meta field: int/float as is, dict -> sum of its numbers, list -> length."""
+    if value is None:
+        return 0.0
+    if isinstance(value, bool | int | float):
+        return float(value)
+    if isinstance(value, Mapping):
+        return float(sum(_count(v) for v in value.values()))
+    if isinstance(value, list | tuple):
+        return float(len(value))
+    return 0.0
+
+
+def _rejections(meta: Mapping[str, Any]) -> int:
+    count = meta.get("rejections")
+    if isinstance(count, int | float) and not isinstance(count, bool):
+        return int(count)
+    rejected = meta.get("rejected_proposals")
+    return len(rejected) if isinstance(rejected, list | tuple) else 0
+
+
+def step_count(step: Mapping[str, Any], key: str) -> float:
+    """``llm_calls``/``llm_tokens`` of a step record: top-level field, else from ``meta``."""
+    if key in step and step[key] is not None:
+        return _count(step[key])
+    return _count(step.get("meta", {}).get(key))
+
+
+@dataclass
+class EpisodeStats:
+    """Everything the aggregate metrics need from one episode (computed from its step records)."""
+
+    env: str
+    status: str  # "ok" | "error"
+    won: bool
+    score: float
+    steps: int  # executed actions in the final trial (AvgS averages this)
+    total_steps: int  # executed actions in all trials (denominator of per-step rates)
+    invalid_steps: int
+    repetitive_steps: int
+    rejections: int
+    slow_thinking_calls: int
+    llm_calls: float
+    llm_tokens: float
+    wall_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> EpisodeStats:
+        return cls(**{f: data[f] for f in cls.__dataclass_fields__})
+
+
+def episode_stats(
+    steps: Sequence[Mapping[str, Any]],
+    *,
+    env: str,
+    won: bool,
+    score: float,
+    status: str = "ok",
+) -> EpisodeStats:
+    """Summarise one episode's step records.
+
+    ``won``/``score`` are the episode's final outcome (the last trial's, with several trials);
+    ``steps`` counts the executed actions of the final trial (what AvgS averages), while invalid,
+    repetitive, rejection, slow-thinking, LLM and wall-time counts sum over all of its steps.
+    """
+    if status not in ("ok", "error"):
+        raise ValueError(f"unknown episode status {status!r}; known: ok, error")
+    last_trial = max((int(s.get("trial", 0) or 0) for s in steps), default=0)
+    rep = repetitive_flags(steps)
+    return EpisodeStats(
+        env=env,
+        status=status,
+        won=bool(won),
+        score=float(score),
+        steps=sum(1 for s in steps if int(s.get("trial", 0) or 0) == last_trial),
+        total_steps=len(steps),
+        invalid_steps=sum(1 for s in steps if s.get("invalid")),
+        repetitive_steps=sum(rep),
+        rejections=sum(_rejections(s.get("meta") or {}) for s in steps),
+        slow_thinking_calls=sum(1 for s in steps if (s.get("meta") or {}).get("slow_thinking")),
+        llm_calls=sum(step_count(s, "llm_calls") for s in steps),
+        llm_tokens=sum(step_count(s, "llm_tokens") for s in steps),
+        wall_s=sum(float(s.get("agent_s", 0.0)) + float(s.get("env_s", 0.0)) for s in steps),
+    )
+
+
+@dataclass
+class RunMetrics:
+    """Aggregate metrics of a set of episodes (usually one agent on one benchmark)."""
+
+    n: int  # episodes counted (status "ok")
+    n_errors: int
+    total_steps: int
+    success_rate: Estimate
+    average_score: Estimate
+    avg_steps_success: Estimate
+    hallucination_rate: Estimate
+    invalid_rate: Estimate
+    repetitive_rate: Estimate
+    rejections_per_episode: Estimate
+    slow_thinking_per_episode: Estimate
+    llm_calls_per_step: Estimate
+    llm_tokens_per_step: Estimate
+    wall_s_per_step: Estimate
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+_NONE = Estimate(None, None, None, 0)
+
+
+def _rate(k: int, n: int) -> Estimate:
+    if n == 0:
+        return _NONE
+    lo, hi = wilson_interval(k, n)
+    return Estimate(k / n, lo, hi, n)
+
+
+def _mean(values: Sequence[float], seed: int, num_resamples: int) -> Estimate:
+    if len(values) == 0:
+        return _NONE
+    lo, hi = bootstrap_mean_ci(values, seed=seed, num_resamples=num_resamples)
+    return Estimate(float(np.mean(values)), lo, hi, len(values))
+
+
+def _ratio(num: Sequence[float], den: Sequence[float], seed: int, num_resamples: int) -> Estimate:
+    total = float(np.sum(den)) if len(den) else 0.0
+    if total <= 0:
+        return _NONE
+    lo, hi = bootstrap_ratio_ci(num, den, seed=seed, num_resamples=num_resamples)
+    return Estimate(float(np.sum(num)) / total, lo, hi, len(num))
+
+
+def aggregate(
+    episodes: Iterable[EpisodeStats], *, seed: int = 0, num_resamples: int = 2000
+) -> RunMetrics:
+    """Aggregate episode statistics into the seed papers' metrics with 95% intervals.
+
+    Error episodes are excluded and counted in ``n_errors``. Bootstrap intervals are seeded by
+    ``seed`` (every statistic uses the same seed, so a report is reproducible bit for bit).
+    """
+    eps = list(episodes)
+    ok = [e for e in eps if e.status == "ok"]
+    n = len(ok)
+    steps = [float(e.steps) for e in ok]
+    pooled = [float(e.total_steps) for e in ok]  # all trials: the denominator of per-step rates
+    b = num_resamples
+    return RunMetrics(
+        n=n,
+        n_errors=len(eps) - n,
+        total_steps=int(sum(pooled)),
+        success_rate=_rate(sum(e.won for e in ok), n),
+        average_score=_mean([e.score for e in ok], seed, b),
+        avg_steps_success=_mean([s for s, e in zip(steps, ok, strict=True) if e.won], seed, b),
+        hallucination_rate=_rate(sum(e.invalid_steps > 0 for e in ok), n),
+        invalid_rate=_ratio([e.invalid_steps for e in ok], pooled, seed, b),
+        repetitive_rate=_ratio([e.repetitive_steps for e in ok], pooled, seed, b),
+        rejections_per_episode=_mean([e.rejections for e in ok], seed, b),
+        slow_thinking_per_episode=_mean([e.slow_thinking_calls for e in ok], seed, b),
+        llm_calls_per_step=_ratio([e.llm_calls for e in ok], pooled, seed, b),
+        llm_tokens_per_step=_ratio([e.llm_tokens for e in ok], pooled, seed, b),
+        wall_s_per_step=_ratio([e.wall_s for e in ok], pooled, seed, b),
+    )
+
+
+def group_metrics(
+    episodes: Iterable[EpisodeStats], *, seed: int = 0, num_resamples: int = 2000
+) -> dict[str, RunMetrics]:
+    """:func:`aggregate` per benchmark (``EpisodeStats.env``), in first-seen order."""
+    groups: dict[str, list[EpisodeStats]] = {}
+    for e in episodes:
+        groups.setdefault(e.env, []).append(e)
+    return {
+        env: aggregate(eps, seed=seed, num_resamples=num_resamples) for env, eps in groups.items()
+    }

@@ -1,0 +1,236 @@
+"""On-disk layout of an evaluation run, and crash-safe JSON/JSONL writing.
+
+A run directory holds::
+
+    config.json                      the run's configuration (checked again on resume)
+    episodes/<id>.steps.jsonl        one JSON line per executed step (see STEP_FIELDS)
+    episodes/<id>.json               one summary per finished episode (see EPISODE_FIELDS)
+    metrics.json                     aggregate metrics per benchmark, rewritten after the sweep
+
+While an episode runs its steps go to ``<id>.steps.jsonl.partial`` (flushed line by line, so it
+can be followed with ``tail -f``); when it ends the file is renamed to ``<id>.steps.jsonl`` and
+then the summary is written atomically (temporary file + ``os.replace``). The summary is the
+completion marker: an episode is finished iff its summary exists, so a kill loses at most the
+episode in flight, whose partial file is discarded on resume.
+
+Pure standard library plus numpy (for encoding arrays); must not import envs, agents or llm.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "STEP_SCHEMA",
+    "EPISODE_SCHEMA",
+    "CONFIG_SCHEMA",
+    "STEP_FIELDS",
+    "EPISODE_FIELDS",
+    "RunPaths",
+    "to_jsonable",
+    "dumps",
+    "atomic_write_json",
+    "read_json",
+    "read_jsonl",
+    "JsonlWriter",
+    "slug",
+]
+
+STEP_SCHEMA = "smcplan.step/1"
+EPISODE_SCHEMA = "smcplan.episode/1"
+CONFIG_SCHEMA = "smcplan.run/1"
+
+#: Fields of one step line, in order (``meta`` is the agent's ``Step.meta``, JSON-encoded).
+STEP_FIELDS = (
+    "schema",  # "smcplan.step/1"
+    "episode",  # episode id
+    "trial",  # 0-based trial (Reflexion-style retries of the same task; 0 without retries)
+    "t",  # 0-based step index within the trial
+    "observation",  # the observation the agent acted on
+    "n_admissible",  # number of admissible actions offered to the agent
+    "action",
+    "thought",
+    "tag",
+    "meta",
+    "feedback",  # the observation the environment returned for the action
+    "reward",
+    "score",  # info["score"] after the step, in [0, 1]
+    "done",
+    "won",
+    "invalid",  # info["invalid"]: the environment rejected the action
+    "llm_calls",  # from meta (0 when the agent reports none)
+    "llm_tokens",
+    "agent_s",  # wall time of agent.act
+    "env_s",  # wall time of env.step
+)
+
+#: Fields of one episode summary.
+EPISODE_FIELDS = (
+    "schema",  # "smcplan.episode/1"
+    "episode",
+    "index",  # position in the sweep
+    "env",
+    "task",  # task/variant label from the split (may be null)
+    "seed",  # the seed passed to env.reset
+    "env_kwargs",
+    "goal",  # env.task: the task description
+    "agent",
+    "model",
+    "agent_seed",
+    "status",  # "ok" | "error"
+    "error",  # null, or {source: env|agent, type, message, traceback}
+    "won",
+    "score",
+    "steps",
+    "return",  # sum of rewards over the final trial
+    "truncated",  # the final trial hit max_steps without done
+    "trials",  # [{trial, won, score, steps, return, truncated}]
+    "stats",  # smcplan.eval.metrics.EpisodeStats as a dict
+    "wall_s",
+    "started_at",
+    "finished_at",
+)
+
+_SLUG = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def slug(text: str) -> str:
+    """A file-name-safe form of ``text``: ``"twx:coin"`` -> ``"twx_coin"``."""
+    return _SLUG.sub("_", str(text)).strip("_") or "_"
+
+
+class RunPaths:
+    """Paths inside one run directory."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+        self.episodes = self.root / "episodes"
+        self.config = self.root / "config.json"
+        self.metrics = self.root / "metrics.json"
+
+    def summary(self, episode: str) -> Path:
+        return self.episodes / f"{episode}.json"
+
+    def steps(self, episode: str) -> Path:
+        return self.episodes / f"{episode}.steps.jsonl"
+
+    def partial_steps(self, episode: str) -> Path:
+        return self.episodes / f"{episode}.steps.jsonl.partial"
+
+    def summaries(self) -> list[Path]:
+        """Finished episodes' summaries, sorted by name (temporary files excluded)."""
+        if not self.episodes.is_dir():
+            return []
+        return sorted(p for p in self.episodes.glob("*.json") if not p.name.startswith("."))
+
+
+def to_jsonable(value: Any) -> Any:
+    """Convert numpy/jax arrays and scalars, tuples, sets, dataclasses and paths to JSON types.
+
+    Anything else unknown becomes its ``repr`` so that a step is never lost to an odd meta value.
+    """
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if value == value and abs(value) != float("inf") else str(value)
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if hasattr(value, "tolist") and callable(value.tolist):  # numpy / jax arrays and scalars
+        try:
+            return to_jsonable(value.tolist())
+        except Exception:  # noqa: BLE001 - fall through to repr
+            pass
+    if hasattr(value, "to_dict") and callable(value.to_dict):
+        return to_jsonable(value.to_dict())
+    if hasattr(value, "__dataclass_fields__"):
+        from dataclasses import asdict
+
+        return to_jsonable(asdict(value))
+    return repr(value)
+
+
+def dumps(obj: Any, **kwargs: Any) -> str:
+    """``json.dumps`` after :func:`to_jsonable`, UTF-8 kept readable."""
+    return json.dumps(to_jsonable(obj), ensure_ascii=False, **kwargs)
+
+
+def atomic_write_json(path: str | os.PathLike[str], obj: Any) -> None:
+    """Write ``obj`` as JSON so that readers see the old file or the complete new one, never half.
+
+    Writes a temporary file in the same directory, flushes and fsyncs it, then ``os.replace``-s it
+    over ``path`` (atomic on POSIX and Windows).
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(dumps(obj, indent=1))
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_json(path: str | os.PathLike[str]) -> Any:
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def read_jsonl(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
+    """Yield the JSON objects of a JSONL file; a torn last line (killed writer) is skipped."""
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError:
+                continue
+
+
+class JsonlWriter:
+    """Append JSON lines to ``<path>.partial``, flushed per line; ``commit()`` renames to ``path``."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.partial = self.path.with_name(self.path.name + ".partial")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._f = open(self.partial, "w", encoding="utf-8")  # noqa: SIM115 - closed in commit/close
+
+    def write(self, record: Any) -> None:
+        self._f.write(dumps(record))
+        self._f.write("\n")
+        self._f.flush()
+
+    def commit(self) -> None:
+        """Flush, fsync, close and atomically rename the partial file to its final name."""
+        self._f.flush()
+        os.fsync(self._f.fileno())
+        self._f.close()
+        os.replace(self.partial, self.path)
+
+    def close(self) -> None:
+        """Close without committing (the partial file stays; resume discards it)."""
+        if not self._f.closed:
+            self._f.close()
+
+    def __enter__(self) -> JsonlWriter:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
