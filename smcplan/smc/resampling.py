@@ -146,15 +146,17 @@ def _residual(key: jax.Array, weights: jax.Array, num_samples: int) -> jax.Array
         w = w.astype(jnp.float32)
     mw = num_samples * w / jnp.sum(w)
     floor_counts = jnp.floor(mw).astype(jnp.int32)
-    deterministic = _indices_from_cumulative_counts(jnp.cumsum(floor_counts), num_samples)
-    num_deterministic = jnp.sum(floor_counts)
-    residual_w = mw - floor_counts
-    # When the floors fill every slot the residual weights are all zero; any valid vector will do
-    # because none of its draws is used.
-    residual_w = jnp.where(num_deterministic < num_samples, residual_w, jnp.ones_like(residual_w))
-    random_part = _multinomial(key, residual_w, num_samples)
-    # The random draws are i.i.d., so taking those at positions >= D keeps them i.i.d.
-    return jnp.where(jnp.arange(num_samples) < num_deterministic, deterministic, random_part).astype(jnp.int32)
+    num_random = num_samples - jnp.sum(floor_counts)
+    residual_cdf = jnp.cumsum(mw - floor_counts)
+    total = residual_cdf[-1]
+    residual_cdf = jnp.where(total > 0, residual_cdf / jnp.where(total > 0, total, 1.0), 1.0).at[-1].set(1.0)
+    # R = num_random sorted uniforms with a static shape: partial sums of exponentials normalised
+    # by the (R+1)-th one are the order statistics of R uniforms; slots j >= R are set to +inf.
+    s = jnp.cumsum(jax.random.exponential(key, (num_samples + 1,), dtype=mw.dtype))
+    u = jnp.where(jnp.arange(num_samples) < num_random, s[:-1] / s[num_random], jnp.inf)
+    random_cum = jnp.searchsorted(u, residual_cdf, side="left", method="sort").astype(jnp.int32)
+    random_cum = random_cum.at[-1].set(num_random)
+    return _indices_from_cumulative_counts(jnp.cumsum(floor_counts) + random_cum, num_samples)
 
 
 def _public(scheme: Resampler, name: str) -> Resampler:
