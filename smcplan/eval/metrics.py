@@ -90,7 +90,10 @@ def wilson_interval(k: int, n: int, z: float = Z_95) -> tuple[float, float]:
     denom = 1.0 + z2 / n
     centre = (p + z2 / (2 * n)) / denom
     half = (z / denom) * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # at k = 0 (k = n) centre == half exactly, so the bound is 0 (1); avoid rounding residue
+    lo = 0.0 if k == 0 else max(0.0, centre - half)
+    hi = 1.0 if k == n else min(1.0, centre + half)
+    return lo, hi
 
 
 def _quantiles(samples: np.ndarray, confidence: float) -> tuple[float, float]:

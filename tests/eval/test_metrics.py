@@ -1,0 +1,234 @@
+"""Metrics on hand-made logs equal hand-computed values (smcplan.eval.metrics is pure)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from smcplan.eval.metrics import (
+    EpisodeStats,
+    aggregate,
+    bootstrap_mean_ci,
+    bootstrap_ratio_ci,
+    episode_stats,
+    group_metrics,
+    repetitive_flags,
+    wilson_interval,
+)
+
+
+def step(action, feedback, *, invalid=False, trial=0, meta=None, agent_s=0.5, env_s=0.25):
+    return {
+        "action": action,
+        "feedback": feedback,
+        "invalid": invalid,
+        "trial": trial,
+        "meta": meta or {},
+        "agent_s": agent_s,
+        "env_s": env_s,
+    }
+
+
+# --- Wilson ------------------------------------------------------------------------------------
+
+
+def test_wilson_interval_matches_hand_computation_for_8_of_10():
+    # p = 0.8, z² = 3.841459, denom = 1.3841459
+    # centre = (0.8 + 0.1920729) / 1.3841459 = 0.716740
+    # half = (1.959964 / 1.3841459) * sqrt(0.016 + 0.0096036) = 1.416009 * 0.160011 = 0.226577
+    lo, hi = wilson_interval(8, 10)
+    assert lo == pytest.approx(0.716740 - 0.226577, abs=1e-5)
+    assert hi == pytest.approx(0.716740 + 0.226577, abs=1e-5)
+
+
+def test_wilson_interval_at_zero_successes_is_zero_to_z2_over_n_plus_z2():
+    # k = 0: centre = half = (z²/2n)/(1 + z²/n), so lo = 0 and hi = z²/(n + z²) = 3.8415/13.8415
+    lo, hi = wilson_interval(0, 10)
+    assert lo == 0.0
+    assert hi == pytest.approx(3.841459 / 13.841459, abs=1e-6)
+
+
+@given(st.integers(1, 500).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))))
+@settings(max_examples=200, deadline=None)
+def test_wilson_interval_contains_the_estimate_and_is_mirror_symmetric(kn):
+    k, n = kn
+    lo, hi = wilson_interval(k, n)
+    assert 0.0 <= lo <= k / n <= hi <= 1.0
+    lo2, hi2 = wilson_interval(n - k, n)
+    assert lo == pytest.approx(1 - hi2, abs=1e-12)
+    assert hi == pytest.approx(1 - lo2, abs=1e-12)
+
+
+def test_wilson_interval_rejects_bad_counts():
+    with pytest.raises(ValueError, match="n > 0"):
+        wilson_interval(0, 0)
+    with pytest.raises(ValueError, match="k=11, n=10"):
+        wilson_interval(11, 10)
+
+
+# --- bootstrap ---------------------------------------------------------------------------------
+
+
+def test_bootstrap_mean_ci_of_fair_coin_sample_is_mean_pm_1_96_standard_errors():
+    # 100 values, half 0 half 1: the bootstrap distribution of the mean has SD sqrt(.25/100) = .05,
+    # so the percentile interval is ≈ 0.5 ± 1.96·0.05 = [0.402, 0.598]. Monte-Carlo error of a
+    # 2.5% quantile with B = 4000: sqrt(q(1-q)/B)/f(x_q) = 0.00247/1.17 ≈ 0.002, plus the 0.01 grid
+    # of possible means -> tolerance 0.015.
+    x = [0.0, 1.0] * 50
+    lo, hi = bootstrap_mean_ci(x, seed=3, num_resamples=4000)
+    assert lo == pytest.approx(0.402, abs=0.015)
+    assert hi == pytest.approx(0.598, abs=0.015)
+
+
+def test_bootstrap_is_deterministic_in_seed_and_degenerate_for_constant_values():
+    x = [3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0]
+    assert bootstrap_mean_ci(x, seed=7) == bootstrap_mean_ci(x, seed=7)
+    assert bootstrap_mean_ci([2.5] * 5) == (2.5, 2.5)
+    assert bootstrap_ratio_ci([1, 2], [2, 4]) == pytest.approx((0.5, 0.5))
+
+
+def test_bootstrap_ratio_ci_brackets_the_pooled_ratio():
+    num, den = [0, 1, 3, 2, 0, 5], [10, 10, 12, 8, 9, 11]
+    lo, hi = bootstrap_ratio_ci(num, den, seed=0)
+    assert lo < sum(num) / sum(den) < hi
+
+
+# --- repetitive actions ------------------------------------------------------------------------
+
+
+def test_repetitive_flags_need_same_action_and_same_observation_within_a_trial():
+    steps = [
+        step("look around", "Kitchen. A door to the north."),  # 0 new
+        step("Look  Around", "Kitchen. A door to the north."),  # 1 same action+obs as 0 -> rep
+        step("move north", "Hallway."),  # 2 new
+        step("move south", "Kitchen. A door to the north."),  # 3 new action
+        step("move north", "Hallway."),  # 4 same as 2 -> rep
+        step("move north", "You can't go that way."),  # 5 same action, new obs -> not rep
+        step("look around", "Kitchen. A door to the north.", trial=1),  # 6 new trial -> not rep
+        step("look around", " Kitchen. A door to the north. ", trial=1),  # 7 stripped equal -> rep
+    ]
+    assert repetitive_flags(steps) == [False, True, False, False, True, False, False, True]
+
+
+# --- one episode -------------------------------------------------------------------------------
+
+
+def test_episode_stats_counts_on_a_hand_made_log():
+    steps = [
+        step("look", "room", meta={"llm_calls": 2, "llm_tokens": 30}),
+        step("look", "room", meta={"llm_calls": 1, "llm_tokens": {"prompt": 10, "completion": 5}}),
+        step("eat key", "You can't.", invalid=True, meta={"rejected_proposals": ["a", "b"]}),
+        step("open door", "Opened.", meta={"rejections": 3, "slow_thinking": True, "plan": {}}),
+        step("go east", "Garden.", meta={"slow_thinking": False}),
+    ]
+    s = episode_stats(steps, env="twx:coin", won=True, score=1.0)
+    assert s.steps == 5 and s.total_steps == 5
+    assert s.invalid_steps == 1
+    assert s.repetitive_steps == 1
+    assert s.rejections == 2 + 3
+    assert s.slow_thinking_calls == 1
+    assert s.llm_calls == 3 and s.llm_tokens == 45
+    assert s.wall_s == pytest.approx(5 * 0.75)
+    assert s.won and s.score == 1.0 and s.status == "ok"
+
+
+def test_episode_stats_with_trials_counts_final_trial_steps_but_all_invalid_steps():
+    steps = [step("a", "x", invalid=True), step("b", "y"), step("c", "z", trial=1)]
+    s = episode_stats(steps, env="e", won=True, score=1.0)
+    assert s.steps == 1 and s.total_steps == 3 and s.invalid_steps == 1
+
+
+def test_episode_stats_rejects_unknown_status():
+    with pytest.raises(ValueError, match="unknown episode status 'crashed'; known: ok, error"):
+        episode_stats([], env="e", won=False, score=0.0, status="crashed")
+
+
+# --- aggregate ---------------------------------------------------------------------------------
+
+
+def ep(
+    won,
+    score,
+    steps,
+    invalid=0,
+    rep=0,
+    rej=0,
+    slow=0,
+    calls=0.0,
+    tokens=0.0,
+    wall=0.0,
+    status="ok",
+    env="twx:coin",
+):
+    return EpisodeStats(
+        env=env,
+        status=status,
+        won=won,
+        score=score,
+        steps=steps,
+        total_steps=steps,
+        invalid_steps=invalid,
+        repetitive_steps=rep,
+        rejections=rej,
+        slow_thinking_calls=slow,
+        llm_calls=calls,
+        llm_tokens=tokens,
+        wall_s=wall,
+    )
+
+
+def test_aggregate_equals_hand_computed_metrics():
+    eps = [
+        ep(True, 1.0, 4, invalid=0, rep=0, rej=1, slow=0, calls=8, tokens=400, wall=2.0),
+        ep(True, 1.0, 8, invalid=2, rep=1, rej=3, slow=1, calls=16, tokens=800, wall=4.0),
+        ep(False, 0.5, 10, invalid=1, rep=4, rej=0, slow=2, calls=20, tokens=1000, wall=6.0),
+        ep(False, 0.0, 10, invalid=0, rep=5, rej=0, slow=0, calls=20, tokens=1000, wall=8.0),
+        ep(False, 0.0, 3, invalid=3, status="error"),  # excluded everywhere
+    ]
+    m = aggregate(eps, seed=0)
+    assert m.n == 4 and m.n_errors == 1 and m.total_steps == 32
+    # SR = 2/4, Wilson(2, 4)
+    assert m.success_rate.value == 0.5
+    assert (m.success_rate.lo, m.success_rate.hi) == pytest.approx(wilson_interval(2, 4))
+    # AR = (1 + 1 + .5 + 0)/4
+    assert m.average_score.value == pytest.approx(0.625)
+    # AvgS over successes only: (4 + 8)/2
+    assert m.avg_steps_success.value == pytest.approx(6.0) and m.avg_steps_success.n == 2
+    # hallucination: episodes with >= 1 invalid action = 2 of 4
+    assert m.hallucination_rate.value == 0.5
+    # per-step rates pooled over 32 steps
+    assert m.invalid_rate.value == pytest.approx(3 / 32)
+    assert m.repetitive_rate.value == pytest.approx(10 / 32)
+    assert m.rejections_per_episode.value == pytest.approx(1.0)
+    assert m.slow_thinking_per_episode.value == pytest.approx(0.75)
+    assert m.llm_calls_per_step.value == pytest.approx(64 / 32)
+    assert m.llm_tokens_per_step.value == pytest.approx(3200 / 32)
+    assert m.wall_s_per_step.value == pytest.approx(20 / 32)
+    for est in (m.average_score, m.invalid_rate, m.repetitive_rate, m.wall_s_per_step):
+        assert est.lo <= est.value <= est.hi
+
+
+def test_aggregate_of_no_successes_leaves_avg_steps_undefined():
+    m = aggregate([ep(False, 0.0, 5), ep(False, 0.2, 5)])
+    assert m.success_rate.value == 0.0 and m.success_rate.hi > 0
+    assert m.avg_steps_success.value is None and m.avg_steps_success.n == 0
+
+
+def test_aggregate_of_only_errors_is_all_undefined():
+    m = aggregate([ep(False, 0.0, 1, status="error")])
+    assert m.n == 0 and m.n_errors == 1
+    assert m.success_rate.value is None and m.invalid_rate.value is None
+
+
+def test_group_metrics_splits_by_benchmark():
+    eps = [ep(True, 1.0, 3), ep(False, 0.0, 5, env="scienceworld:boil"), ep(False, 0.0, 5)]
+    groups = group_metrics(eps)
+    assert list(groups) == ["twx:coin", "scienceworld:boil"]
+    assert groups["twx:coin"].success_rate.value == 0.5
+    assert groups["scienceworld:boil"].n == 1
+
+
+def test_episode_stats_round_trip_through_dict():
+    e = ep(True, 1.0, 3, calls=2.0)
+    assert EpisodeStats.from_dict(e.to_dict()) == e
