@@ -1,0 +1,70 @@
+"""Language-model layer: model loading, batched constrained generation, log-prob scoring, roles.
+
+Public API (resolved lazily so that ``import smcplan.llm`` imports no torch):
+
+* :func:`load_model` → :class:`LanguageModel` (``generate``, ``sample``, ``logprob``);
+* roles, each batched over particles: :class:`TripletExtractor`, :class:`ActionProposal`,
+  :class:`ObservationModel`, :class:`ProgressModel`, :class:`Reflection`, :class:`Critic`,
+  :class:`RLAWActor`;
+* :mod:`smcplan.llm.testing`: a tiny random-weight Llama for fast tests.
+
+This is the only layer that imports transformers, outlines or bitsandbytes. It must not import
+``smcplan.memory``, ``smcplan.envs``, ``smcplan.planning``, ``smcplan.agents`` or higher layers.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__all__ = [
+    "load_model",
+    "LanguageModel",
+    "Sample",
+    "GenerationError",
+    "ModelNotAvailable",
+    "known_models",
+    "TripletExtractor",
+    "ActionProposal",
+    "ObservationModel",
+    "ProgressModel",
+    "Reflection",
+    "Critic",
+    "RLAWActor",
+    "Proposal",
+    "Progress",
+    "Verdict",
+    "Critique",
+    "ActorOutput",
+]
+
+_WHERE = {
+    "load_model": "smcplan.llm.loading",
+    "LanguageModel": "smcplan.llm.lm",
+    "Sample": "smcplan.llm.lm",
+    "GenerationError": "smcplan.llm.constrained",
+    "ModelNotAvailable": "smcplan.llm.registry",
+    "known_models": "smcplan.llm.registry",
+    "TripletExtractor": "smcplan.llm.roles",
+    "ActionProposal": "smcplan.llm.roles",
+    "ObservationModel": "smcplan.llm.roles",
+    "ProgressModel": "smcplan.llm.roles",
+    "Reflection": "smcplan.llm.roles",
+    "Critic": "smcplan.llm.roles",
+    "RLAWActor": "smcplan.llm.roles",
+    "Proposal": "smcplan.llm.roles",
+    "Progress": "smcplan.llm.roles",
+    "Verdict": "smcplan.llm.roles",
+    "Critique": "smcplan.llm.roles",
+    "ActorOutput": "smcplan.llm.roles",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        return getattr(importlib.import_module(_WHERE[name]), name)
+    raise AttributeError(f"module 'smcplan.llm' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

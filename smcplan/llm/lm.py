@@ -1,0 +1,397 @@
+"""The language-model object every role and agent uses: batched constrained sampling and scoring.
+
+``LanguageModel`` wraps a transformers causal LM and its tokenizer and offers two operations:
+
+* :meth:`LanguageModel.sample` / :meth:`LanguageModel.generate`: draw ``n`` outputs per prompt,
+  all prompts in one batch, each constrained by an output type (outlines token masks, see
+  :mod:`smcplan.llm.constrained`). Token ``t`` is drawn from
+
+      q(y_t | x, y_<t) ∝ [m_t(y_t) · p(y_t | x, y_<t)]^(1/T)  restricted to the top-p nucleus,
+
+  where ``m_t`` is the grammar's 0/1 mask. Each sample reports ``logq = Σ_t log q(y_t | ·)`` (the
+  proposal log-density a sequential Monte Carlo weight divides by) and ``logp = Σ_t log p(y_t | ·)``
+  under the unconstrained model at temperature 1 (the target it multiplies by), cf. Lew et al.
+  2023, "Sequential Monte Carlo steering of LLMs using probabilistic programs".
+* :meth:`LanguageModel.logprob`: ``log p(y | x)`` of given continuations, reusing each distinct
+  prompt's KV cache (:mod:`smcplan.llm.scoring`).
+
+Prompts are a string (one user message) or a list of ``{"role", "content"}`` messages; they are
+rendered with the tokenizer's chat template (with the generation prompt) whenever it has one, the
+same way for sampling and scoring; ``assistant_prefix`` text is appended after it (a partial
+answer the model continues).
+
+Randomness: each call uses its own ``torch.Generator`` seeded by ``seed``; with ``seed=None`` the
+seed is drawn from the object's own ``numpy`` generator (seeded at construction), so a run is
+reproducible from the construction seed and the sequence of calls. The global torch RNG is never
+touched.
+
+This module is the only one (with its siblings in ``smcplan.llm``) that imports torch,
+transformers and outlines; it must not import ``smcplan.memory`` or ``smcplan.envs``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from smcplan.llm.constrained import GenerationError, OutputSpec, output_spec, spec_regex
+from smcplan.llm.scoring import score_cached, score_naive
+
+__all__ = ["LanguageModel", "Sample", "Prompt", "Usage"]
+
+Prompt = str | Sequence[dict[str, str]]
+
+_DEFAULT_TEXT_TOKENS = 64
+
+
+@dataclass
+class Sample:
+    """One generated output: parsed ``value``, raw ``text``, ``logq``/``logp`` (see module doc).
+
+    ``finished`` is False when generation stopped at ``max_new_tokens`` before end-of-sequence
+    (only possible for unbounded output types; ``value`` is then the parse of the partial text,
+    or ``None`` if it does not parse).
+    """
+
+    value: Any
+    text: str
+    logq: float
+    logp: float
+    num_tokens: int
+    finished: bool
+
+
+@dataclass
+class Usage:
+    """Counters of what the model did (the evaluation records them per step)."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    generated_tokens: int = 0
+    scored_tokens: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class _Runtime:
+    processors: dict[str, Any] = field(default_factory=dict)
+    backend: Any = None
+
+
+class LanguageModel:
+    """A causal LM with batched constrained sampling and KV-cached scoring.
+
+    Build it with :func:`smcplan.llm.load_model` (or :func:`smcplan.llm.testing.tiny_model`).
+    ``name`` is the registry name or path it was loaded from.
+    """
+
+    def __init__(self, model, tokenizer, name: str = "model", seed: int = 0) -> None:
+        model.eval()
+        self.model = model
+        self.tokenizer = tokenizer
+        self.name = name
+        self.usage = Usage()
+        self._rng = np.random.default_rng(seed)
+        self._runtime = _Runtime()
+        eos = tokenizer.eos_token_id
+        if eos is None:
+            raise ValueError(
+                f"tokenizer of {name!r} has no eos_token; constrained generation needs one"
+            )
+        self.eos_token_id: int = int(eos)
+        self.pad_token_id: int = int(
+            tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos
+        )
+        stop = {self.eos_token_id}
+        gen_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+        if gen_eos is not None:
+            stop.update([gen_eos] if isinstance(gen_eos, int) else gen_eos)
+        self.stop_token_ids: frozenset[int] = frozenset(int(s) for s in stop)
+        self.has_chat_template = bool(getattr(tokenizer, "chat_template", None))
+
+    # ------------------------------------------------------------------ formatting
+    @property
+    def device(self) -> torch.device:
+        return self.model.device
+
+    def format_prompt(self, prompt: Prompt, assistant_prefix: str = "") -> str:
+        """Render ``prompt`` as the model sees it (chat template + generation prompt + prefix)."""
+        messages = (
+            [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
+        )
+        for m in messages:
+            if not isinstance(m, dict) or "role" not in m or "content" not in m:
+                raise TypeError(
+                    f"a chat message must be a dict with 'role' and 'content'; got {m!r}"
+                )
+        if self.has_chat_template:
+            text = self.tokenizer.apply_chat_template(
+                messages, tokenize=False, add_generation_prompt=True
+            )
+        else:
+            text = (
+                "".join(f"{m['role'].capitalize()}: {m['content']}\n\n" for m in messages)
+                + "Assistant:"
+            )
+            if assistant_prefix:
+                text += " "
+        return text + assistant_prefix
+
+    def encode_prompt(self, prompt: Prompt, assistant_prefix: str = "") -> list[int]:
+        text = self.format_prompt(prompt, assistant_prefix)
+        # a chat template writes its own special tokens; plain text gets the tokenizer's (e.g. BOS)
+        return list(
+            self.tokenizer(text, add_special_tokens=not self.has_chat_template)["input_ids"]
+        )
+
+    def encode_continuation(self, text: str, add_eos: bool = False) -> list[int]:
+        ids = list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+        return ids + [self.eos_token_id] if add_eos else ids
+
+    # ------------------------------------------------------------------ constraints
+    def _processor(self, spec: OutputSpec):
+        """The (cached) outlines_core token-mask processor for ``spec``, reset for a new batch."""
+        if spec.term is None:
+            return None
+        rt = self._runtime
+        if spec.key not in rt.processors:
+            if rt.backend is None:
+                import outlines
+                from outlines.backends.outlines_core import OutlinesCoreBackend
+
+                # one vocabulary index per model (building it walks the whole vocabulary)
+                rt.backend = OutlinesCoreBackend(
+                    outlines.from_transformers(self.model, self.tokenizer)
+                )
+            rt.processors[spec.key] = rt.backend.get_regex_logits_processor(spec_regex(spec))
+        proc = rt.processors[spec.key]
+        proc.reset()
+        return proc
+
+    def _seed(self, seed: int | None) -> int:
+        return int(self._rng.integers(2**62)) if seed is None else int(seed)
+
+    # ------------------------------------------------------------------ sampling
+    @torch.inference_mode()
+    def sample(
+        self,
+        prompts: Sequence[Prompt],
+        output_type: Any = None,
+        n: int = 1,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        max_new_tokens: int | None = None,
+        seed: int | None = None,
+        assistant_prefix: str | Sequence[str] = "",
+    ) -> list[list[Sample]]:
+        """Draw ``n`` samples for each prompt in one batch; returns ``[prompt][sample]``.
+
+        ``temperature=0`` is greedy decoding (``logq`` is then the log-probability under the
+        masked softmax at T = 1). ``max_new_tokens=None`` uses the output type's token bound
+        (never truncates a valid answer) or 64 for unbounded types. Raises
+        :class:`GenerationError` when a bounded (JSON/choice) answer was truncated.
+        """
+        from transformers import DynamicCache
+
+        if isinstance(prompts, str):
+            raise TypeError(
+                "prompts must be a list of prompts (one per particle), not a single string"
+            )
+        if n < 1:
+            raise ValueError(f"n must be >= 1; got {n}")
+        if temperature < 0 or not 0 < top_p <= 1:
+            raise ValueError(
+                f"need temperature >= 0 and 0 < top_p <= 1; got {temperature}, {top_p}"
+            )
+        if not prompts:
+            return []
+        spec = output_spec(output_type)
+        bound = spec.max_bytes + 1 if spec.max_bytes is not None else None
+        limit = max_new_tokens if max_new_tokens is not None else (bound or _DEFAULT_TEXT_TOKENS)
+        prefixes = (
+            [assistant_prefix] * len(prompts)
+            if isinstance(assistant_prefix, str)
+            else list(assistant_prefix)
+        )
+        if len(prefixes) != len(prompts):
+            raise ValueError(f"got {len(prefixes)} assistant prefixes for {len(prompts)} prompts")
+        rows = [
+            self.encode_prompt(p, a)
+            for p, a in zip(prompts, prefixes, strict=True)
+            for _ in range(n)
+        ]
+        device = self.device
+        width = max(len(r) for r in rows)
+        ids = torch.full((len(rows), width), self.pad_token_id, dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for i, r in enumerate(rows):
+            ids[i, width - len(r) :] = torch.tensor(r)
+            mask[i, width - len(r) :] = 1
+        ids, mask = ids.to(device), mask.to(device)
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        proc = self._processor(spec)
+        gen = torch.Generator(device=device).manual_seed(self._seed(seed))
+        stop = torch.tensor(sorted(self.stop_token_ids), device=device)
+        R = len(rows)
+        logq = torch.zeros(R, dtype=torch.float64, device=device)
+        logp = torch.zeros(R, dtype=torch.float64, device=device)
+        done = torch.zeros(R, dtype=torch.bool, device=device)
+        count = torch.zeros(R, dtype=torch.long, device=device)
+        history = ids
+        out_tokens: list[torch.Tensor] = []
+        cache = DynamicCache(config=self.model.config)
+        res = self.model(
+            input_ids=ids, attention_mask=mask, position_ids=positions, cache=cache, use_cache=True
+        )
+        last_pos = positions[:, -1]
+        for _ in range(limit):
+            logits = res.logits[:, -1, :].float()
+            raw = torch.log_softmax(logits, dim=-1)
+            scores = proc(history, logits.clone()) if proc is not None else logits
+            if temperature > 0:
+                scores = scores / temperature
+                if top_p < 1.0:
+                    scores = _top_p_filter(scores, top_p)
+                lq = torch.log_softmax(scores, dim=-1)
+                token = torch.multinomial(lq.exp(), 1, generator=gen).squeeze(1)
+            else:
+                lq = torch.log_softmax(scores, dim=-1)
+                token = lq.argmax(-1)
+            token = torch.where(done, torch.full_like(token, self.eos_token_id), token)
+            live = ~done
+            logq += torch.where(live, lq.gather(-1, token[:, None]).squeeze(1).double(), 0.0)
+            logp += torch.where(live, raw.gather(-1, token[:, None]).squeeze(1).double(), 0.0)
+            count += live.long()
+            out_tokens.append(token)
+            done = done | torch.isin(token, stop)
+            if bool(done.all()):
+                break
+            history = torch.cat([history, token[:, None]], dim=1)
+            mask = torch.cat([mask, torch.ones_like(token)[:, None]], dim=1)
+            last_pos = last_pos + 1
+            res = self.model(
+                input_ids=token[:, None],
+                attention_mask=mask,
+                position_ids=last_pos[:, None],
+                cache=res.cache,
+                use_cache=True,
+            )
+        self.usage.calls += 1
+        self.usage.prompt_tokens += int(sum(len(r) for r in rows))
+        self.usage.generated_tokens += int(count.sum())
+        gen_ids = (
+            torch.stack(out_tokens, dim=1).cpu()
+            if out_tokens
+            else torch.zeros((R, 0), dtype=torch.long)
+        )
+        samples: list[Sample] = []
+        for i in range(R):
+            toks = gen_ids[i, : int(count[i])].tolist()
+            finished = bool(done[i])
+            if finished and toks and toks[-1] in self.stop_token_ids:
+                toks = toks[:-1]
+            text = self.tokenizer.decode(toks, skip_special_tokens=True)
+            if spec.term is not None and spec.max_bytes is not None and not finished:
+                raise GenerationError(
+                    f"constrained output truncated at max_new_tokens={limit} (a valid answer may need "
+                    f"{bound} tokens); partial text: {text[:200]!r}"
+                )
+            try:
+                value = spec.parse(text)
+            except (GenerationError, ValueError):
+                if finished:
+                    raise
+                value = None
+            samples.append(
+                Sample(value, text, float(logq[i]), float(logp[i]), int(count[i]), finished)
+            )
+        return [samples[k * n : (k + 1) * n] for k in range(len(prompts))]
+
+    def generate(
+        self,
+        prompts: Sequence[Prompt],
+        output_type: Any = None,
+        n: int = 1,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        max_new_tokens: int | None = None,
+        seed: int | None = None,
+        assistant_prefix: str | Sequence[str] = "",
+    ) -> list[Any]:
+        """Parsed outputs, one per prompt (``n == 1``) or a list of ``n`` per prompt (``n > 1``).
+
+        Same arguments as :meth:`sample`, which also returns the log-densities.
+        """
+        out = self.sample(
+            prompts, output_type, n, temperature, top_p, max_new_tokens, seed, assistant_prefix
+        )
+        if n == 1:
+            return [s[0].value for s in out]
+        return [[x.value for x in s] for s in out]
+
+    # ------------------------------------------------------------------ scoring
+    def logprob(
+        self,
+        prompts: Sequence[Prompt],
+        continuations: Sequence[str],
+        add_eos: bool = False,
+        assistant_prefix: str | Sequence[str] = "",
+        reuse_cache: bool = True,
+        max_batch_tokens: int = 8192,
+    ) -> np.ndarray:
+        """``log p(continuations[i] | prompts[i])`` summed over tokens, shape ``(len(prompts),)``.
+
+        ``add_eos=True`` also scores the end-of-turn token after the continuation, which makes the
+        scores of a finite answer set comparable (otherwise "take coin" would collect the mass of
+        "take coin from table" too). Prompts that are equal (after formatting) share one prompt
+        pass (``reuse_cache=False`` runs the naive padded pass per row, for reference/benchmarks).
+        """
+        if isinstance(prompts, str) or isinstance(continuations, str):
+            raise TypeError(
+                "prompts and continuations must be lists (one entry per row), not strings"
+            )
+        if len(prompts) != len(continuations):
+            raise ValueError(f"got {len(prompts)} prompts but {len(continuations)} continuations")
+        prefixes = (
+            [assistant_prefix] * len(prompts)
+            if isinstance(assistant_prefix, str)
+            else list(assistant_prefix)
+        )
+        if len(prefixes) != len(prompts):
+            raise ValueError(f"got {len(prefixes)} assistant prefixes for {len(prompts)} prompts")
+        if not prompts:
+            return np.zeros(0)
+        cache: dict[tuple[str, str], list[int]] = {}
+        p_ids = []
+        for p, a in zip(prompts, prefixes, strict=True):
+            key = (p, a) if isinstance(p, str) else (repr(list(p)), a)
+            if key not in cache:
+                cache[key] = self.encode_prompt(p, a)
+            p_ids.append(cache[key])
+        c_ids = [self.encode_continuation(c, add_eos) for c in continuations]
+        self.usage.calls += 1
+        self.usage.prompt_tokens += sum(len(v) for v in cache.values())
+        self.usage.scored_tokens += sum(len(c) for c in c_ids)
+        if reuse_cache:
+            return score_cached(self.model, p_ids, c_ids, self.pad_token_id, max_batch_tokens)
+        with torch.inference_mode():
+            return score_naive(self.model, p_ids, c_ids, self.pad_token_id)
+
+    def __repr__(self) -> str:
+        return f"LanguageModel({self.name!r}, device={self.device}, dtype={self.model.dtype})"
+
+
+def _top_p_filter(scores: torch.Tensor, top_p: float) -> torch.Tensor:
+    """Keep the smallest set of tokens whose probability mass reaches ``top_p`` (Holtzman et al. 2020)."""
+    sorted_scores, order = torch.sort(scores, descending=True, dim=-1)
+    probs = torch.softmax(sorted_scores, dim=-1)
+    before = probs.cumsum(-1) - probs  # mass strictly before each token
+    drop_sorted = before >= top_p
+    drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
+    return scores.masked_fill(drop, float("-inf"))

@@ -1,0 +1,102 @@
+"""``load_model``: registry name / folder / hub id → :class:`~smcplan.llm.lm.LanguageModel`.
+
+Quantisation (bitsandbytes): ``"nf4"`` is 4-bit NormalFloat with double quantisation off
+(Dettmers et al. 2023, "QLoRA"), ``"int8"`` is LLM.int8() (Dettmers et al. 2022). Both work on
+CUDA; on CPU, bitsandbytes 0.50 runs NF4 through its pure-PyTorch fallback (see docs/llm.md for
+the measured sizes and speeds); int8 on CPU is refused by bitsandbytes' own checks where
+unsupported, and the error is passed on with the device named.
+
+Imports torch and transformers lazily (inside ``load_model``); must not import
+``smcplan.memory`` or ``smcplan.envs``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from smcplan.llm.registry import hub_error, resolve
+
+__all__ = ["load_model", "QUANTIZATIONS"]
+
+QUANTIZATIONS = (None, "nf4", "int8")
+_DTYPES = ("float32", "bfloat16", "float16")
+
+
+def _dtype(dtype: Any, device: str, quantization: str | None):
+    import torch
+
+    if dtype is None:
+        return torch.float32 if device == "cpu" else torch.bfloat16
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    if dtype not in _DTYPES:
+        raise ValueError(f"unknown dtype {dtype!r}; valid: {', '.join(_DTYPES)} or a torch.dtype")
+    return getattr(torch, dtype)
+
+
+def load_model(
+    name_or_path: str | os.PathLike[str] | None = None,
+    quantization: str | None = None,
+    device: str | None = None,
+    dtype: Any = None,
+    seed: int = 0,
+):
+    """Load a causal LM and its tokenizer as a :class:`~smcplan.llm.lm.LanguageModel`.
+
+    ``name_or_path``: ``None`` (the packaged SmolLM2-135M-Instruct), a name from
+    ``models/registry.json`` (``"smollm2-135m"``, ``"gemma3-270m"``), a transformers folder, a
+    ``.gguf`` file, or a Hugging Face hub id. ``quantization``: ``None``, ``"nf4"`` or ``"int8"``.
+    ``device``: ``"cpu"``, ``"cuda"``, ``"cuda:1"``…; default CUDA when available. ``dtype``:
+    weights/compute dtype, default float32 on CPU and bfloat16 on CUDA. ``seed`` seeds the
+    object's stream of per-call seeds (calls that pass ``seed=`` explicitly ignore it).
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from smcplan.llm.lm import LanguageModel
+
+    if quantization not in QUANTIZATIONS:
+        raise ValueError(f"unknown quantization {quantization!r}; valid: None, 'nf4', 'int8'")
+    if device is None:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise RuntimeError(
+            f"device {device!r} requested but torch sees no CUDA device; use device='cpu'"
+        )
+    torch_dtype = _dtype(dtype, device, quantization)
+    resolved = resolve(name_or_path)
+    kwargs: dict[str, Any] = {"dtype": torch_dtype}
+    if resolved.is_hub_id:
+        offline = any(
+            os.environ.get(v, "") not in ("", "0")
+            for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+        )
+        kwargs["local_files_only"] = offline
+    if quantization is not None:
+        from transformers import BitsAndBytesConfig
+
+        if quantization == "nf4":
+            kwargs["quantization_config"] = BitsAndBytesConfig(
+                load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch_dtype
+            )
+        else:
+            kwargs["quantization_config"] = BitsAndBytesConfig(load_in_8bit=True)
+        kwargs["device_map"] = {"": device}
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(
+            resolved.path,
+            **(
+                {"local_files_only": kwargs["local_files_only"]}
+                if "local_files_only" in kwargs
+                else {}
+            ),
+        )
+        model = AutoModelForCausalLM.from_pretrained(resolved.path, **kwargs)
+    except OSError as exc:
+        if resolved.is_hub_id:
+            raise hub_error(resolved.name, exc) from exc
+        raise
+    if quantization is None:
+        model = model.to(device)
+    return LanguageModel(model, tokenizer, name=resolved.name, seed=seed)
