@@ -1,0 +1,176 @@
+"""Knowledge graph in and out: prompt lines, JSON (round trip), networkx, PNG.
+
+The prompt form is one ``(subject, predicate, object)`` per line, the form NeSyFS
+(arXiv 2607.28942) feeds its modules.  The JSON form keeps every fact with its provenance and
+the predicate table, so ``from_json(to_json(G)) == G`` and it keeps behaving the same on update.
+The PNG is drawn with networkx and matplotlib's Agg canvas (no pyplot, no global state).
+
+This module must not import torch, transformers, outlines or jax, nor anything from
+``smcplan.llm``, ``smcplan.envs``, ``smcplan.planning`` or ``smcplan.agents``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from smcplan.memory.predicates import PredicateTable
+from smcplan.memory.triplet import SOURCES, Provenance, Triplet, as_triplet, check_source
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+    from smcplan.memory.graph import KnowledgeGraph
+
+__all__ = [
+    "to_prompt_lines",
+    "format_prompt",
+    "to_json",
+    "from_json",
+    "save_json",
+    "load_json",
+    "to_networkx",
+    "save_png",
+    "JSON_FORMAT",
+]
+
+JSON_FORMAT = "smcplan.memory.KnowledgeGraph/1"
+
+
+def to_prompt_lines(triplets: Iterable[Any]) -> list[str]:
+    """``["(apple 1, in, fridge 1)", ...]``, in the order given."""
+    return [str(as_triplet(t)) for t in triplets]
+
+
+def format_prompt(triplets: Iterable[Any], *, empty: str = "(nothing known yet)") -> str:
+    """The prompt lines joined by newlines (``empty`` when there are none)."""
+    lines = to_prompt_lines(triplets)
+    return "\n".join(lines) if lines else empty
+
+
+def to_json(kg: KnowledgeGraph) -> dict[str, Any]:
+    """A JSON-able dict: format tag, clock, predicate table and the facts in insertion order."""
+    return {
+        "format": JSON_FORMAT,
+        "step": kg.step,
+        "predicates": kg.predicates.to_json(),
+        "facts": [
+            {"subject": t.subject, "predicate": t.predicate, "object": t.object,
+             "step": p.step, "source": p.source}
+            for t, p in kg.facts()
+        ],
+    }
+
+
+def from_json(data: dict[str, Any] | str) -> KnowledgeGraph:
+    """Rebuild a graph from :func:`to_json` output (a dict or its JSON text), fact by fact.
+
+    Facts are restored as stored, not re-derived; a file that breaks an invariant (two facts in
+    one exclusive slot, a missing inverse partner) is rejected with the offending facts named.
+    """
+    from smcplan.memory.graph import KnowledgeGraph
+
+    if isinstance(data, str):
+        data = json.loads(data)
+    if not isinstance(data, dict) or data.get("format") != JSON_FORMAT:
+        got = data.get("format") if isinstance(data, dict) else type(data).__name__
+        raise ValueError(f"not a knowledge-graph JSON document: format {got!r}, expected {JSON_FORMAT!r}")
+    table = PredicateTable.from_json(data["predicates"])
+    kg = KnowledgeGraph(predicates=table, step=int(data["step"]))
+    for i, fact in enumerate(data["facts"]):
+        t = Triplet(fact["subject"], fact["predicate"], fact["object"])
+        source = fact["source"]
+        if source not in SOURCES:
+            check_source(source)
+        if t in kg._facts:
+            raise ValueError(f"fact #{i} {t} appears twice")
+        key = table.slot_key(t)
+        if key is not None and key in kg._slots:
+            raise ValueError(f"fact #{i} {t} shares an exclusive slot with {kg._slots[key]}")
+        kg._seq += 1
+        kg._insert(t, Provenance(int(fact["step"]), source, kg._seq))
+    for t in kg._facts:
+        partner = table.partner(t)
+        if partner is not None and partner not in kg._facts:
+            raise ValueError(f"fact {t} lacks its inverse partner {partner}")
+    return kg
+
+
+def save_json(kg: KnowledgeGraph, path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(to_json(kg), indent=1) + "\n")
+    return path
+
+
+def load_json(path: str | Path) -> KnowledgeGraph:
+    return from_json(Path(path).read_text())
+
+
+def to_networkx(kg: KnowledgeGraph, triplets: Iterable[Any] | None = None) -> nx.MultiDiGraph:
+    """A ``MultiDiGraph``: nodes are names, one edge per fact keyed by predicate, with
+    ``predicate``, ``step`` and ``source`` attributes."""
+    import networkx as nx
+
+    g = nx.MultiDiGraph()
+    chosen = kg if triplets is None else (kg.predicates.canonical(as_triplet(t)) for t in triplets)
+    for t in chosen:
+        p = kg.provenance(t)
+        g.add_edge(t.subject, t.object, key=t.predicate, predicate=t.predicate, step=p.step,
+                   source=p.source)
+    return g
+
+
+_SOURCE_COLOUR = {"observed": "#222222", "inferred": "#1f77b4", "predicted": "#ff7f0e"}
+
+
+def save_png(
+    kg: KnowledgeGraph,
+    path: str | Path,
+    triplets: Iterable[Any] | None = None,
+    *,
+    title: str | None = None,
+    max_facts: int = 150,
+    seed: int = 0,
+) -> Path:
+    """Draw the graph (or ``triplets`` of it) to a PNG: edges coloured by source (observed black,
+    inferred blue, predicted orange), events dashed; at most the ``max_facts`` newest facts."""
+    import networkx as nx
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    chosen = list(kg) if triplets is None else [kg.predicates.canonical(as_triplet(t)) for t in triplets]
+    chosen.sort(key=lambda t: -kg.provenance(t).step)
+    chosen = chosen[:max_facts]
+    g = to_networkx(kg, chosen)
+    n = max(g.number_of_nodes(), 1)
+    size = min(4 + 0.6 * n ** 0.5 * 2, 24)
+    fig = Figure(figsize=(size, size * 0.75), dpi=110)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot(1, 1, 1)
+    ax.set_axis_off()
+    if title:
+        ax.set_title(title)
+    if g.number_of_nodes():
+        pos = nx.spring_layout(g, seed=seed, k=1.5 / n ** 0.5)
+        nx.draw_networkx_nodes(g, pos, ax=ax, node_size=350, node_color="#dde8f5")
+        nx.draw_networkx_labels(g, pos, ax=ax, font_size=7)
+        labels: dict[tuple[str, str], list[str]] = {}
+        for u, v, data in g.edges(data=True):
+            event = kg.predicates.is_event(data["predicate"])
+            nx.draw_networkx_edges(
+                g, pos, edgelist=[(u, v)], ax=ax, arrows=True, width=1.0,
+                edge_color=_SOURCE_COLOUR[data["source"]], style="dashed" if event else "solid",
+                connectionstyle="arc3,rad=0.08", node_size=350,
+            )
+            labels.setdefault((u, v), []).append(data["predicate"])
+        nx.draw_networkx_edge_labels(
+            g, pos, ax=ax, font_size=6, edge_labels={e: ", ".join(p) for e, p in labels.items()},
+            connectionstyle="arc3,rad=0.08",
+        )
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    return path
