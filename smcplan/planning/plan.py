@@ -1,0 +1,146 @@
+r"""``smcplan.plan``: the drop-in slow thinker, one planner behind two entry points.
+
+* Toy POMDPs: ``plan(pomdp, belief, key, num_particles, horizon, ...)`` — components from
+  :mod:`smcplan.planning.pomdp_components`, vectorised and jit-compiled.
+* Text agents: ``plan(task, memory, admissible_actions, lm=..., ...)`` — language-model
+  components from :mod:`smcplan.planning.text_components` (imported only on this path, so the toy
+  path never imports torch).
+
+Both run :func:`smcplan.planning.tsmc.tsmc` and return a
+:class:`~smcplan.planning.result.PlanResult`.
+
+Imports ``smcplan.pomdp`` and the planning modules; never agents, eval or cli.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+
+from smcplan.planning import pomdp_components as pc
+from smcplan.planning.components import PlanningError, Proposal, Twist, WorldModel
+from smcplan.planning.result import PlanResult
+from smcplan.planning.tsmc import tsmc, validate_config
+from smcplan.pomdp.model import DiscretePOMDP
+
+__all__ = ["plan", "plan_pomdp", "PROPOSALS", "TWISTS", "as_key"]
+
+PROPOSALS = ("uniform", "softmax")
+TWISTS = ("reward", "value", "soft_value", "none")
+
+
+def as_key(key: Any) -> jax.Array:
+    """A ``jax.random`` key from a key or an int seed."""
+    if isinstance(key, int) and not isinstance(key, bool):
+        return jax.random.key(key)
+    if isinstance(key, jax.Array):
+        return key
+    raise PlanningError(f"key must be a jax.random key or an int seed; got {type(key).__name__} {key!r}")
+
+
+def plan(*args: Any, **kwargs: Any) -> PlanResult:
+    """Plan one action by twisted SMC.  Dispatches on the first argument:
+
+    * a :class:`~smcplan.pomdp.DiscretePOMDP` → :func:`plan_pomdp`
+      ``(pomdp, belief, key, num_particles, horizon, ...)``;
+    * a task string → :func:`smcplan.planning.text_components.plan_text`
+      ``(task, memory, admissible_actions, lm=..., ...)``.
+    """
+    first = args[0] if args else kwargs.get("pomdp", kwargs.get("task"))
+    if isinstance(first, DiscretePOMDP):
+        return plan_pomdp(*args, **kwargs)
+    if isinstance(first, str):
+        from smcplan.planning.text_components import plan_text
+
+        return plan_text(*args, **kwargs)
+    raise PlanningError(
+        f"plan() takes a DiscretePOMDP (toy planning) or a task string (text agents) first; got {type(first).__name__}"
+    )
+
+
+def plan_pomdp(
+    pomdp: DiscretePOMDP,
+    belief: Any = None,
+    key: Any = 0,
+    num_particles: int = 256,
+    horizon: int = 3,
+    *,
+    weighting: str = "nesyfs",
+    lam: float = 5.0,
+    proposal: str | Proposal = "uniform",
+    world_model: str | WorldModel = "exact",
+    twist: str | Twist = "reward",
+    beta: float = 1.0,
+    actions: Sequence[int | str] | None = None,
+    resampling: str | Callable = "systematic",
+    ess_threshold: float = 1.0,
+    choice: str = "sample",
+    jit: bool = True,
+) -> PlanResult:
+    r"""Plan the next action of a discrete POMDP from ``belief`` (default :math:`b_0`).
+
+    Components by name (or pass your own objects obeying the Protocols):
+
+    * ``proposal``: ``"uniform"`` over ``actions`` (default: all), or ``"softmax"`` of the
+      expected immediate reward with inverse temperature ``beta`` (importance-corrected to the
+      uniform prior under ``weighting="twisted"``);
+    * ``world_model``: ``"exact"`` (:math:`T`, :math:`O` and the exact belief update);
+    * ``twist``: ``"reward"`` (:math:`\delta = [r_t > 0]`, :math:`\log\psi = \beta G_t`),
+      ``"value"`` (exact expectimax values from the belief tree: tiny problems only; its
+      :math:`\delta` marks optimal actions), ``"soft_value"`` (the optimal twist of the
+      twisted target) or ``"none"`` (:math:`\psi \equiv 1`).
+
+    ``lam`` is the NeSyFS :math:`\lambda` (default 5: a progressing step multiplies a weight
+    by :math:`e^5 \approx 148`); ``beta`` scales rewards and values in the twists.  The result's
+    ``action`` is an action index (``result.action_name()`` gives its name).  See
+    :func:`smcplan.planning.tsmc.tsmc` for ``weighting``, ``resampling``, ``ess_threshold``,
+    ``choice`` and ``jit``.
+    """
+    if not isinstance(pomdp, DiscretePOMDP):
+        raise PlanningError(f"plan_pomdp needs a DiscretePOMDP; got {type(pomdp).__name__}")
+    validate_config(num_particles, horizon, weighting, lam, choice, ess_threshold, resampling)
+    mask = pc.allowed_actions(pomdp, actions)
+    key = as_key(key)
+    key_init, key_plan = jax.random.split(key)
+    particles = pc.init_particles(pomdp, belief, key_init, int(num_particles))
+    root_belief = pomdp.b0 if belief is None else belief
+
+    if isinstance(proposal, str):
+        if proposal == "uniform":
+            proposal = pc.UniformProposal(mask)
+        elif proposal == "softmax":
+            proposal = pc.SoftmaxProposal(pomdp, mask, beta=beta)
+        else:
+            raise PlanningError(f"unknown proposal {proposal!r}; known: {', '.join(PROPOSALS)}, or a Proposal object")
+    if isinstance(world_model, str):
+        if world_model != "exact":
+            raise PlanningError(f"unknown world model {world_model!r}; known: exact, or a WorldModel object")
+        world_model = pc.ExactWorldModel(pomdp)
+    if isinstance(twist, str):
+        if twist == "reward":
+            twist = pc.RewardProgress(beta=beta)
+        elif twist == "value":
+            twist = pc.ExactValueTwist(pomdp, root_belief, int(horizon), beta=beta, kind="expectimax", mask=mask)
+        elif twist == "soft_value":
+            twist = pc.ExactValueTwist(pomdp, root_belief, int(horizon), beta=beta, kind="soft", mask=mask)
+        elif twist == "none":
+            twist = pc.NoTwist()
+        else:
+            raise PlanningError(f"unknown twist {twist!r}; known: {', '.join(TWISTS)}, or a Twist object")
+    return tsmc(
+        particles,
+        key_plan,
+        proposal=proposal,
+        world_model=world_model,
+        twist=twist,
+        horizon=int(horizon),
+        weighting=weighting,
+        lam=lam,
+        resampling=resampling,
+        ess_threshold=ess_threshold,
+        choice=choice,
+        jit=jit,
+        action_names=list(pomdp.action_names),
+    )

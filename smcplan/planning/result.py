@@ -1,0 +1,117 @@
+"""The planner's result: the chosen action and everything needed to audit how it was chosen.
+
+Imports only JAX and NumPy.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+import numpy as np
+
+from smcplan.planning.batch import Batch, to_host_list
+
+__all__ = ["PlanResult"]
+
+
+@dataclass
+class PlanResult:
+    r"""Outcome of one call of :func:`smcplan.planning.tsmc` (or :func:`smcplan.plan`).
+
+    Attributes
+    ----------
+    action
+        The chosen first action :math:`a_1` (an int for POMDPs, a string for text agents).
+    action_mass
+        :math:`\sum_i W^H_i\,[a^i_1 = a]` for every first action :math:`a` carried by a final
+        particle: the planner's estimate of the target's first-action marginal.
+    chosen_index
+        The particle :math:`j` whose first action was taken (``choice="sample"``), or ``None``
+        (``choice="max_weight"``).
+    particles, log_weights
+        Final particles :math:`x^i_{1:H}` and normalised log-weights :math:`\log W^H_i`.
+    first_actions
+        :math:`a^i_1` of each final particle (traced through the ancestry).
+    step_actions
+        The N actions proposed at each step :math:`t = 1..H` (before that step's reweighting).
+    ancestry
+        int32 (H, N): :math:`A_t`, the parent of particle i at step t (resampling before step
+        t; :math:`A_1` is the identity since all particles start as copies).
+    resampled
+        bool (H,): whether resampling ran before step t.
+    ess
+        (H,): :math:`1/\sum_i (W^t_i)^2` after the reweighting of step t.
+    log_Z, log_Z_increments
+        :math:`\log\hat Z = \sum_t \log\sum_i W^{t-1}_{A_i} w^i_t`.  Under
+        ``weighting="twisted"`` this estimates :math:`\log\sum_{x_{1:H}} p_0(x_{1:H})\,\phi(x_{1:H})`
+        (unbiased in :math:`\hat Z`); under ``"nesyfs"`` it estimates
+        :math:`\log\mathbb E_q[e^{\lambda\sum_t\delta_t}]`.
+    calls
+        Batched invocations of each component: ``{"proposal": H, "world_model": H, "twist": H}``.
+    """
+
+    action: Any
+    action_mass: dict[Any, float]
+    chosen_index: int | None
+    particles: Batch
+    log_weights: jax.Array
+    first_actions: Batch
+    step_actions: list[Batch]
+    ancestry: jax.Array
+    resampled: jax.Array
+    ess: jax.Array
+    log_Z: float
+    log_Z_increments: jax.Array
+    calls: dict[str, int]
+    weighting: str
+    horizon: int
+    num_particles: int
+    config: dict[str, Any] = field(default_factory=dict)
+    action_names: list[str] | None = None
+
+    def action_name(self, action: Any = None) -> str:
+        """Human-readable name of ``action`` (default: the chosen one)."""
+        a = self.action if action is None else action
+        if self.action_names is not None and isinstance(a, int | np.integer):
+            return self.action_names[int(a)]
+        return str(a)
+
+    def to_dict(self, arrays: bool = False) -> dict[str, Any]:
+        """JSON-safe summary for logs; ``arrays=True`` adds per-particle arrays (ancestry, final
+        log-weights, first actions, step actions), which grow with N x H."""
+        out: dict[str, Any] = {
+            "action": self.action_name(),
+            "action_mass": {self.action_name(a): float(m) for a, m in self.action_mass.items()},
+            "chosen_index": self.chosen_index,
+            "weighting": self.weighting,
+            "horizon": self.horizon,
+            "num_particles": self.num_particles,
+            "log_Z": _finite_or_str(self.log_Z),
+            "log_Z_increments": [_finite_or_str(x) for x in np.asarray(self.log_Z_increments).tolist()],
+            "ess": np.asarray(self.ess).tolist(),
+            "resampled": [bool(x) for x in np.asarray(self.resampled).tolist()],
+            "calls": dict(self.calls),
+            "config": {k: (v if isinstance(v, int | float | str | bool | type(None)) else repr(v)) for k, v in self.config.items()},
+        }
+        if arrays:
+            out["ancestry"] = np.asarray(self.ancestry).tolist()
+            out["log_weights"] = [_finite_or_str(x) for x in np.asarray(self.log_weights).tolist()]
+            out["first_actions"] = [self.action_name(a) for a in to_host_list(self.first_actions)]
+            out["step_actions"] = [[self.action_name(a) for a in to_host_list(b)] for b in self.step_actions]
+        return out
+
+    def __repr__(self) -> str:
+        mass = ", ".join(f"{self.action_name(a)}: {m:.3f}" for a, m in sorted(self.action_mass.items(), key=lambda kv: -kv[1])[:5])
+        return (
+            f"PlanResult(action={self.action_name()!r}, weighting={self.weighting!r}, N={self.num_particles}, "
+            f"H={self.horizon}, log_Z={self.log_Z:.4g}, min_ess={float(np.min(np.asarray(self.ess))):.3g}, mass={{{mass}}})"
+        )
+
+
+def _finite_or_str(x: float) -> float | str:
+    """JSON has no inf/NaN: keep finite floats, spell the others ("-inf", "nan")."""
+    x = float(x)
+    return x if math.isfinite(x) else str(x)
