@@ -38,17 +38,36 @@ def _check_shape(x: Any, what: str) -> None:
         raise InvalidWeightsError(f"{what} must hold at least one particle; got shape {np.shape(x)}")
 
 
+_HOST_CHECK_MAX = 1 << 15  # below this size a host copy is cheaper than a device reduction
+
+
+@jax.jit
+def _weight_flags(w: jax.Array) -> jax.Array:
+    """One fused pass: [has NaN, has inf, has negative, sum > 0]."""
+    return jnp.stack([jnp.any(jnp.isnan(w)), jnp.any(jnp.isinf(w)), jnp.any(w < 0), jnp.sum(w) > 0])
+
+
+@jax.jit
+def _log_weight_flags(lw: jax.Array) -> jax.Array:
+    """One fused pass: [has NaN, has +inf, all -inf]."""
+    return jnp.stack([jnp.any(jnp.isnan(lw)), jnp.any(jnp.isposinf(lw)), jnp.all(jnp.isneginf(lw))])
+
+
 def check_weights(weights: Any) -> None:
     """Raise :class:`InvalidWeightsError` unless ``weights`` is a usable (N,) probability vector.
 
     Unusable: NaN or ±inf entries, negative entries, all entries zero.  Weights need not sum to
     one exactly (kernels renormalise), but must have a positive finite sum.  No-op on tracers.
     """
+    _check_shape(weights, "weights")
     if not is_concrete(weights):
-        _check_shape(weights, "weights")
         return
+    if np.size(weights) > _HOST_CHECK_MAX:
+        # Large N: one fused device pass and a 4-flag transfer; details only on the error path.
+        has_nan, has_inf, has_neg, positive = (bool(f) for f in _weight_flags(jnp.asarray(weights)))
+        if positive and not (has_nan or has_inf or has_neg):
+            return
     w = np.asarray(weights, dtype=np.float64)
-    _check_shape(w, "weights")
     if np.isnan(w).any():
         raise InvalidWeightsError(f"weights contain NaN at indices {np.flatnonzero(np.isnan(w))[:5].tolist()}")
     if np.isinf(w).any():
@@ -66,11 +85,12 @@ def check_log_weights(log_weights: Any) -> None:
     ``-inf`` marks a dead particle and is allowed; NaN, ``+inf`` and all-``-inf`` are not.
     No-op on tracers.
     """
+    _check_shape(log_weights, "log-weights")
     if not is_concrete(log_weights):
-        _check_shape(log_weights, "log-weights")
+        return
+    if np.size(log_weights) > _HOST_CHECK_MAX and not any(bool(f) for f in _log_weight_flags(jnp.asarray(log_weights))):
         return
     lw = np.asarray(log_weights, dtype=np.float64)
-    _check_shape(lw, "log-weights")
     if np.isnan(lw).any():
         raise InvalidWeightsError(f"log-weights contain NaN at indices {np.flatnonzero(np.isnan(lw))[:5].tolist()}")
     if np.isposinf(lw).any():
