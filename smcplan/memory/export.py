@@ -86,15 +86,9 @@ def from_json(data: dict[str, Any] | str) -> KnowledgeGraph:
             check_source(source)
         if t in kg._facts:
             raise ValueError(f"fact #{i} {t} appears twice")
-        key = table.slot_key(t)
-        if key is not None and key in kg._slots:
-            raise ValueError(f"fact #{i} {t} shares an exclusive slot with {kg._slots[key]}")
         kg._seq += 1
         kg._insert(t, Provenance(int(fact["step"]), source, kg._seq))
-    for t in kg._facts:
-        partner = table.partner(t)
-        if partner is not None and partner not in kg._facts:
-            raise ValueError(f"fact {t} lacks its inverse partner {partner}")
+    kg.validate()
     return kg
 
 

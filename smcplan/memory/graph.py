@@ -210,6 +210,39 @@ class KnowledgeGraph:
         out.discard(e)
         return sorted(out)
 
+    def validate(self) -> None:
+        """Check every invariant from scratch (O(n)); raise ``ValueError`` naming the first broken one."""
+        table = self._table
+        by_subject: dict[str, set[Triplet]] = {}
+        by_object: dict[str, set[Triplet]] = {}
+        slots: dict[tuple[str, ...], Triplet] = {}
+        seqs: set[int] = set()
+        for t, prov in self._facts.items():
+            by_subject.setdefault(t.subject, set()).add(t)
+            by_object.setdefault(t.object, set()).add(t)
+            key = table.slot_key(t)
+            if key is not None:
+                if key in slots:
+                    raise ValueError(f"{t} and {slots[key]} share the exclusive slot {key}")
+                slots[key] = t
+            partner = table.partner(t)
+            if partner is not None:
+                other = self._facts.get(partner)
+                if other is None:
+                    raise ValueError(f"{t} is held but its partner {partner} is not")
+                if (other.step, other.source) != (prov.step, prov.source):
+                    raise ValueError(f"{t} and its partner {partner} differ in provenance")
+            if prov.seq in seqs or prov.seq > self._seq:
+                raise ValueError(f"{t} has a duplicate or future insertion number {prov.seq}")
+            seqs.add(prov.seq)
+        for name, index, truth in (("subject", self._by_subject, by_subject),
+                                   ("object", self._by_object, by_object)):
+            got = {k: set(v) for k, v in index.items()}
+            if got != truth or any(len(v) != len(set(v)) for v in index.values()):
+                raise ValueError(f"the {name} index disagrees with the facts")
+        if dict(self._slots.items()) != slots:
+            raise ValueError("the slot index disagrees with the facts")
+
     # ------------------------------------------------------------------ raw index maintenance
     def _insert(self, t: Triplet, prov: Provenance) -> None:
         self._facts[t] = prov

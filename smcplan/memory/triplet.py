@@ -35,6 +35,7 @@ SOURCES: tuple[str, ...] = get_args(Source)
 SOURCE_RANK: dict[str, int] = {"predicted": 0, "inferred": 1, "observed": 2}
 
 _ARTICLES = ("a ", "an ", "the ", "some ")
+_BARE_ARTICLES = frozenset(a.strip() for a in _ARTICLES)
 _SPACE = re.compile(r"\s+")
 _EDGE_PUNCT = " \t\n\r.,;:!?\"'`"
 
@@ -43,7 +44,8 @@ def normalize_text(text: str) -> str:
     """Lower-case, trim, collapse white space, drop edge punctuation and leading articles.
 
     ``"  The Apple 1. "`` -> ``"apple 1"``; ``"A substance called air"`` keeps everything after
-    the article (``"substance called air"``): only *leading* articles (a, an, the, some) go.
+    the article (``"substance called air"``): only *leading* articles (a, an, the, some) go, and a
+    bare article normalises to the empty string.
     """
     if not isinstance(text, str):
         raise TypeError(f"triplet fields must be str, got {type(text).__name__}: {text!r}")
@@ -55,7 +57,7 @@ def normalize_text(text: str) -> str:
             if out.startswith(article) and len(out) > len(article):
                 out = out[len(article):].lstrip(_EDGE_PUNCT)
                 stripped = True
-    return out
+    return "" if out in _BARE_ARTICLES else out
 
 
 @dataclass(frozen=True, slots=True)
