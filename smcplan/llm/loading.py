@@ -41,6 +41,7 @@ def load_model(
     device: str | None = None,
     dtype: Any = None,
     seed: int = 0,
+    threads: int | None = None,
 ):
     """Load a causal LM and its tokenizer as a :class:`~smcplan.llm.lm.LanguageModel`.
 
@@ -50,6 +51,7 @@ def load_model(
     ``device``: ``"cpu"``, ``"cuda"``, ``"cuda:1"``…; default CUDA when available. ``dtype``:
     weights/compute dtype, default float32 on CPU and bfloat16 on CUDA. ``seed`` seeds the
     object's stream of per-call seeds (calls that pass ``seed=`` explicitly ignore it).
+    ``threads``: CPU intra-op threads used during this model's calls (``None``: torch's setting).
     """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -99,4 +101,4 @@ def load_model(
         raise
     if quantization is None:
         model = model.to(device)
-    return LanguageModel(model, tokenizer, name=resolved.name, seed=seed)
+    return LanguageModel(model, tokenizer, name=resolved.name, seed=seed, threads=threads)

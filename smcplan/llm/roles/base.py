@@ -1,0 +1,42 @@
+"""Shared plumbing of the model roles: asset loading and batch-shape checks.
+
+Must not import ``smcplan.memory`` or ``smcplan.envs``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from smcplan.llm.templates import RoleAssets, load_role
+
+__all__ = ["Role", "check_lengths"]
+
+
+def check_lengths(role: str, **columns: Sequence[Any] | None) -> int:
+    """The common batch size of the given per-particle columns (``None`` columns are skipped)."""
+    sizes = {k: len(v) for k, v in columns.items() if v is not None}
+    for k, v in columns.items():
+        if isinstance(v, str):
+            raise TypeError(f"{role}: {k} must be a list (one entry per particle), not a string")
+    if len(set(sizes.values())) > 1:
+        raise ValueError(f"{role}: batch columns differ in length: {sizes}")
+    return next(iter(sizes.values()), 0)
+
+
+class Role:
+    """A model role: a language model plus the assets of ``models/roles/<asset_name>``."""
+
+    asset_name: str = ""
+
+    def __init__(
+        self, lm: Any, assets: RoleAssets | None = None, roles_dir: str | Path | None = None
+    ) -> None:
+        if not hasattr(lm, "sample") or not hasattr(lm, "logprob"):
+            raise TypeError(
+                f"{type(self).__name__} needs a smcplan.llm.LanguageModel (from load_model or "
+                f"testing.tiny_model); got {type(lm).__name__}"
+            )
+        self.lm = lm
+        self.assets = assets if assets is not None else load_role(self.asset_name, roles_dir)
