@@ -223,7 +223,7 @@ def _cmd_list() -> int:
     try:
         from smcplan import envs
 
-        names = getattr(envs, "ENVS", None) or getattr(envs, "names", lambda: [])()
+        names = envs.env_names()
         print("envs:   " + ", ".join(sorted(names)))
     except ImportError as exc:
         print(f"envs:   unavailable ({exc})")
