@@ -1,0 +1,264 @@
+"""TextWorldExpress adapter: the 8 games of Jansen & Côté (2022) behind ``TextEnv``.
+
+TextWorldExpress ("TWX") is a Scala re-implementation of TextWorld-style games (CookingWorld,
+TextWorld Commonsense, Coin Collector, Map Reader, Arithmetic, Sorting, Simon Says, Pecking
+Order) that runs 1,000s of steps per second.  Each game is generated from an integer seed; the
+seed space is split into folds (train 0-999, dev 10000-10999, test 20000-20999), and the fold
+also selects which object vocabulary a game may use (e.g. TWC's held-out objects), so the fold
+is inferred from the seed and checked.
+
+Backend calls go straight to the jar's ``PythonInterface`` in a supervised JVM
+(``smcplan.envs._jvm``): every call is time-bounded, a dead or hung JVM is restarted once and
+the episode replayed, then a typed error is raised.  ``clone()`` creates a second simulator in
+the same JVM and replays the episode's actions (TWX has no state snapshot).
+
+Reference: P. Jansen, M.-A. Côté, "TextWorldExpress: Simulating Text Games at One Million
+Steps Per Second", EACL 2023 demo.
+
+Imports ``textworld_express`` lazily; nothing from other smcplan layers except
+``smcplan.envs.base`` and ``smcplan.envs._jvm``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from smcplan.envs._jvm import DEFAULT_CALL_TIMEOUT_S, JavaProcess, Supervised
+from smcplan.envs.base import BaseTextEnv, EnvError, MissingBenchmark, unknown_choice
+
+__all__ = ["GAMES", "FOLDS", "TextWorldExpressEnv", "fold_of_seed"]
+
+#: The eight games, in the order of the TWX paper.
+GAMES = (
+    "cookingworld",
+    "twc",
+    "coin",
+    "arithmetic",
+    "mapreader",
+    "sorting",
+    "simonsays",
+    "peckingorder",
+)
+
+#: Seed ranges of the three folds (inclusive), as reported by the jar's ``getSeeds*``
+#: (checked against the backend in the tests).
+FOLDS: dict[str, range] = {
+    "train": range(0, 1000),
+    "dev": range(10000, 11000),
+    "test": range(20000, 21000),
+}
+
+_INTERFACE = "textworldexpress.runtime.PythonInterface"
+_UNKNOWN_ACTION = "Unknown action"
+
+
+def fold_of_seed(seed: int) -> str:
+    """The fold (``train``/``dev``/``test``) whose seed range holds ``seed``."""
+    for fold, seeds in FOLDS.items():
+        if seed in seeds:
+            return fold
+    ranges = ", ".join(f"{f} {r.start}-{r.stop - 1}" for f, r in FOLDS.items())
+    raise ValueError(f"TextWorldExpress seed {seed} is in no fold; valid seeds: {ranges}")
+
+
+def _jar() -> tuple[str, str]:
+    try:
+        from textworld_express.constants import BASEPATH, JAR_PATH
+    except ImportError as exc:
+        raise MissingBenchmark(
+            "TextWorldExpress is not installed: pip install 'smcplan[bench]' "
+            "(textworld-express==1.1.0)"
+        ) from exc
+    return JAR_PATH, BASEPATH
+
+
+def _params_string(params: dict[str, Any] | str | None) -> str:
+    if params is None:
+        return ""
+    if isinstance(params, str):
+        return params
+    return ",".join(f"{k}={int(v) if isinstance(v, bool) else v}" for k, v in params.items())
+
+
+class TextWorldExpressEnv(BaseTextEnv):
+    """One TWX game (``twx:<game>``).
+
+    Args:
+        game: one of ``GAMES``.
+        params: game parameters, e.g. ``{"numLocations": 5, "includeDoors": 0}`` (the jar
+            validates names and ranges and its message is re-raised as ``ValueError``).
+        split: restrict ``reset`` seeds to one fold (``train``/``dev``/``test``); by default
+            any seed of any fold is accepted and the fold is inferred from it.
+        seed: the seed ``reset()`` uses when called without one (default: the split's first).
+        max_steps: step limit per episode (TWX's own default ``envStepLimit`` is 100).
+        call_timeout_s: time limit of one backend call.
+    """
+
+    def __init__(
+        self,
+        game: str,
+        *,
+        params: dict[str, Any] | str | None = None,
+        split: str | None = None,
+        seed: int | None = None,
+        max_steps: int = 100,
+        call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S,
+        _share: JavaProcess | None = None,
+    ) -> None:
+        if game not in GAMES:
+            raise unknown_choice("TextWorldExpress game", game, GAMES)
+        if split is not None and split not in FOLDS:
+            raise unknown_choice("TextWorldExpress split", split, FOLDS)
+        super().__init__(f"twx:{game}", max_steps)
+        self.game = game
+        self.params = _params_string(params)
+        self.split = split
+        self.default_seed = seed if seed is not None else FOLDS[split or "train"].start
+        self.call_timeout_s = call_timeout_s
+        self._jvm: JavaProcess | None = None
+        self._sim: Any = None
+        self._gold: list[str] | None = None
+        self._fold: str | None = None
+        self._closed = False
+        self._sup = Supervised(
+            self.name, self._start, self._kill, self._jvm_alive, call_timeout_s
+        )
+        if _share is not None and _share.alive():
+            self._jvm = _share.acquire()
+        try:
+            self._sup.call(self._start, "start")
+        except BaseException:
+            self.close()
+            raise
+
+    # -- backend --------------------------------------------------------------------------
+    def _jvm_alive(self) -> bool:
+        return self._jvm is not None and self._jvm.alive()
+
+    def _kill(self) -> None:
+        if self._jvm is not None:
+            self._jvm.kill()
+            self._jvm.release()
+        self._jvm = None
+        self._sim = None
+
+    def _start(self) -> None:
+        """(Re)create the simulator and bring it to the current episode state (replay)."""
+        if self._closed:
+            raise EnvError(f"{self.name}: the environment is closed")
+        if not self._jvm_alive():
+            if self._jvm is not None:
+                self._jvm.release()
+            jar, cwd = _jar()
+            self._jvm = JavaProcess(jar, cwd=cwd, call_timeout_s=self.call_timeout_s)
+        sim = self._jvm.new(_INTERFACE)
+        message = sim.load(self.game, self.params)
+        if message:
+            raise ValueError(f"{self.name}: params {self.params!r} rejected: {message.strip()}")
+        self._sim = sim
+        if self._started and self._seed is not None:
+            sim.generateNewGameJSON(self._seed, self._fold, True)
+            for action in self._actions:
+                sim.stepJSON(action)
+
+    # -- protocol -------------------------------------------------------------------------
+    def reset(self, seed: int | None = None) -> tuple[str, dict[str, Any]]:
+        seed = self.default_seed if seed is None else int(seed)
+        fold = fold_of_seed(seed)
+        if self.split is not None and fold != self.split:
+            r = FOLDS[self.split]
+            raise ValueError(
+                f"{self.name}: seed {seed} is in fold {fold!r}, not in split {self.split!r} "
+                f"(seeds {r.start}-{r.stop - 1})"
+            )
+        raw = json.loads(
+            self._sup.call(lambda: self._sim.generateNewGameJSON(seed, fold, True), "reset")
+        )
+        self._fold = fold
+        self._gold = [str(a) for a in self._sup.call(self._sim.getGoldActionSequence, "gold")]
+        task = str(self._sup.call(self._sim.getTaskDescription, "task"))
+        return self._begin(
+            raw["observation"],
+            task=task,
+            admissible=sorted(raw["validActions"]),
+            seed=seed,
+            score=float(raw["score"]),
+            extra=self._extra(raw, seed=seed, fold=fold),
+        )
+
+    def step(self, action: str):
+        self._require_running()
+        raw = json.loads(self._sup.call(lambda: self._sim.stepJSON(action), f"step {action!r}"))
+        observation = raw["observation"]
+        return self._finish(
+            observation,
+            action,
+            score=float(raw["score"]),
+            won=bool(raw["tasksuccess"]),
+            invalid=observation.startswith(_UNKNOWN_ACTION),
+            backend_done=bool(raw["tasksuccess"] or raw["taskfailure"]),
+            admissible=sorted(raw["validActions"]),
+            extra=self._extra(raw),
+        )
+
+    def gold_actions(self) -> list[str] | None:
+        """TWX's gold action sequence from the reset state (it wins with score 1.0)."""
+        self._require_started()
+        return list(self._gold) if self._gold is not None else None
+
+    def generation_properties(self) -> dict[str, Any]:
+        """The game's generation parameters (e.g. ``numLocations``), as the jar reports them."""
+        return json.loads(self._sup.call(self._sim.getGenerationPropertiesJSON, "properties"))
+
+    def clone(self) -> TextWorldExpressEnv:
+        """An independent copy in the same state: a second simulator in the same JVM, replayed."""
+        self._require_started()
+        twin = TextWorldExpressEnv(
+            self.game,
+            params=self.params,
+            split=self.split,
+            seed=self.default_seed,
+            max_steps=self.max_steps,
+            call_timeout_s=self.call_timeout_s,
+            _share=self._jvm if self._jvm_alive() else None,
+        )
+        twin._copy_episode_from(self)
+        twin._sup.call(twin._start, "clone replay")
+        return twin
+
+    def _copy_episode_from(self, other: TextWorldExpressEnv) -> None:
+        for attr in ("_task", "_score", "_steps", "_done", "_won", "_started", "_seed",
+                     "_fold", "_gold"):
+            setattr(self, attr, getattr(other, attr))
+        self._admissible = list(other._admissible)
+        self._actions = list(other._actions)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._jvm is not None:
+            self._jvm.release()
+        self._jvm = None
+        self._sim = None
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    @property
+    def java_pid(self) -> int | None:
+        """PID of the JVM this environment currently uses (``None`` once closed)."""
+        return self._jvm.pid if self._jvm is not None else None
+
+    @staticmethod
+    def _extra(raw: dict[str, Any], **more: Any) -> dict[str, Any]:
+        return {
+            "raw_score": float(raw.get("scoreRaw", raw["score"])),
+            "look": raw.get("look", ""),
+            "inventory": raw.get("inventory", ""),
+            **more,
+        }
