@@ -129,18 +129,33 @@ def save_png(
     max_facts: int = 150,
     seed: int = 0,
 ) -> Path:
-    """Draw the graph (or ``triplets`` of it) to a PNG: edges coloured by source (observed black,
-    inferred blue, predicted orange), events dashed; at most the ``max_facts`` newest facts."""
+    """Draw the graph (or ``triplets`` of it) to a PNG and return the path.
+
+    Entities are nodes; attribute facts (``is``, ``reads``, ...) are folded into their subject's
+    label as ``[open, hot]``; relation edges are coloured by source (observed black, inferred
+    blue, predicted orange) and events are dashed.  At most the ``max_facts`` newest facts are
+    drawn; the layout is networkx's spring layout with a fixed ``seed`` (same graph, same picture).
+    """
     import networkx as nx
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    chosen = list(kg) if triplets is None else [kg.predicates.canonical(as_triplet(t)) for t in triplets]
+    table = kg.predicates
+    chosen = list(kg) if triplets is None else [table.canonical(as_triplet(t)) for t in triplets]
     chosen.sort(key=lambda t: -kg.provenance(t).step)
     chosen = chosen[:max_facts]
-    g = to_networkx(kg, chosen)
+    values: dict[str, list[str]] = {}
+    g = nx.MultiDiGraph()
+    for t in chosen:
+        if table.spec(t.predicate).attribute:
+            g.add_node(t.subject)
+            shown = t.object if t.predicate == "is" else f"{t.predicate} {t.object}"
+            values.setdefault(t.subject, []).append(shown)
+        else:
+            p = kg.provenance(t)
+            g.add_edge(t.subject, t.object, key=t.predicate, predicate=t.predicate, source=p.source)
     n = max(g.number_of_nodes(), 1)
-    size = min(4 + 0.6 * n ** 0.5 * 2, 24)
+    size = min(6 + 0.9 * n ** 0.5, 22)
     fig = Figure(figsize=(size, size * 0.75), dpi=110)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot(1, 1, 1)
@@ -148,23 +163,24 @@ def save_png(
     if title:
         ax.set_title(title)
     if g.number_of_nodes():
-        pos = nx.spring_layout(g, seed=seed, k=1.5 / n ** 0.5)
-        nx.draw_networkx_nodes(g, pos, ax=ax, node_size=350, node_color="#dde8f5")
-        nx.draw_networkx_labels(g, pos, ax=ax, font_size=7)
-        labels: dict[tuple[str, str], list[str]] = {}
+        pos = nx.spring_layout(g, seed=seed, k=2.0 / n ** 0.5, iterations=200)
+        labels = {v: v + (f"\n[{', '.join(sorted(values[v]))}]" if v in values else "")
+                  for v in g.nodes}
+        nx.draw_networkx_nodes(g, pos, ax=ax, node_size=500, node_color="#dde8f5")
+        nx.draw_networkx_labels(g, pos, labels=labels, ax=ax, font_size=7)
+        edge_labels: dict[tuple[str, str], list[str]] = {}
         for u, v, data in g.edges(data=True):
-            event = kg.predicates.is_event(data["predicate"])
+            event = table.is_event(data["predicate"])
             nx.draw_networkx_edges(
-                g, pos, edgelist=[(u, v)], ax=ax, arrows=True, width=1.0,
+                g, pos, edgelist=[(u, v)], ax=ax, arrows=True, width=1.0, node_size=500,
                 edge_color=_SOURCE_COLOUR[data["source"]], style="dashed" if event else "solid",
-                connectionstyle="arc3,rad=0.08", node_size=350,
             )
-            labels.setdefault((u, v), []).append(data["predicate"])
+            edge_labels.setdefault((u, v), []).append(data["predicate"])
         nx.draw_networkx_edge_labels(
-            g, pos, ax=ax, font_size=6, edge_labels={e: ", ".join(p) for e, p in labels.items()},
-            connectionstyle="arc3,rad=0.08",
+            g, pos, ax=ax, font_size=6,
+            edge_labels={e: ", ".join(sorted(p)) for e, p in edge_labels.items()},
         )
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
+    fig.savefig(path, bbox_inches="tight")
     return path
