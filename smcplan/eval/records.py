@@ -64,6 +64,7 @@ STEP_FIELDS = (
     "done",
     "won",
     "invalid",  # info["invalid"]: the environment rejected the action
+    "admissible",  # the action was one of the admissible actions offered
     "llm_calls",  # from meta (0 when the agent reports none)
     "llm_tokens",
     "agent_s",  # wall time of agent.act

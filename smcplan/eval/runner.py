@@ -197,10 +197,17 @@ class _EpisodeFailed(Exception):
 
 
 class _EnvPool:
-    """One live environment per (name, kwargs), reused across episodes; dropped when it fails."""
+    """One live environment per (name, kwargs), reused across episodes; dropped when it fails.
 
-    def __init__(self, make_env: Callable[..., Any]) -> None:
+    ``defaults`` (the harness's ``max_steps``) are passed to the adapter unless the episode's own
+    kwargs set them; an adapter that does not take one of them is built without it.
+    """
+
+    def __init__(
+        self, make_env: Callable[..., Any], defaults: dict[str, Any] | None = None
+    ) -> None:
         self._make = make_env
+        self._defaults = dict(defaults or {})
         self._envs: dict[str, Any] = {}
 
     @staticmethod
@@ -210,7 +217,14 @@ class _EnvPool:
     def get(self, spec: EpisodeSpec) -> Any:
         key = self._key(spec)
         if key not in self._envs:
-            self._envs[key] = self._make(spec.env, **spec.env_kwargs)
+            extra = {k: v for k, v in self._defaults.items() if k not in spec.env_kwargs}
+            try:
+                env = self._make(spec.env, **extra, **spec.env_kwargs)
+            except TypeError as exc:
+                if not any(repr(k) in str(exc) for k in extra):
+                    raise
+                env = self._make(spec.env, **spec.env_kwargs)
+            self._envs[key] = env
         return self._envs[key]
 
     def discard(self, spec: EpisodeSpec) -> None:
@@ -232,6 +246,10 @@ class _EnvPool:
 
 # ---------------------------------------------------------------------------------------------
 # one episode
+
+
+def _number(x: float) -> int | float:
+    return int(x) if float(x).is_integer() else x
 
 
 def _admissible(env: Any, info: dict[str, Any]) -> list[str]:
@@ -290,8 +308,14 @@ def run_episode(
             agent.reset(goal, obs, actions)
         except Exception as exc:  # noqa: BLE001
             raise _EpisodeFailed("agent", exc) from exc
-        won, score, ret, done, t = False, float(info.get("score", 0.0) or 0.0), 0.0, False, 0
-        for t in range(max_steps):  # noqa: B007 - t is used after the loop
+        won, score, ret, done, truncated = (
+            False,
+            float(info.get("score", 0.0) or 0.0),
+            0.0,
+            False,
+            False,
+        )
+        for t in range(max_steps):
             t0 = time.perf_counter()
             try:
                 step = agent.act(obs, actions, info)
@@ -308,6 +332,7 @@ def run_episode(
             meta = dict(step.meta or {})
             score = float(next_info.get("score", score) or 0.0)
             won = bool(next_info.get("won", False))
+            truncated = bool(next_info.get("truncated", False))
             ret += float(reward or 0.0)
             record = {
                 "schema": STEP_SCHEMA,
@@ -326,8 +351,9 @@ def run_episode(
                 "done": bool(done),
                 "won": won,
                 "invalid": bool(next_info.get("invalid", False)),
-                "llm_calls": step_count({"meta": meta}, "llm_calls"),
-                "llm_tokens": step_count({"meta": meta}, "llm_tokens"),
+                "admissible": step.action in actions,
+                "llm_calls": _number(step_count({"meta": meta}, "llm_calls")),
+                "llm_tokens": _number(step_count({"meta": meta}, "llm_tokens")),
                 "agent_s": t1 - t0,
                 "env_s": t2 - t1,
             }
@@ -345,7 +371,7 @@ def run_episode(
                 "score": score,
                 "steps": n_steps,
                 "return": ret,
-                "truncated": not done,
+                "truncated": truncated or not done,
             }
         )
         try:
@@ -557,7 +583,7 @@ def run_eval(
     load_lm = load_lm or default_load_lm
 
     bars = _Bars(len(specs), len(specs) - len(todo), config.max_steps, progress, show)
-    pool = _EnvPool(make_env)
+    pool = _EnvPool(make_env, {"max_steps": config.max_steps})
     lm: Any = None
     lm_loaded = False
     try:

@@ -60,8 +60,10 @@ def test_sweep_writes_one_step_line_per_step_and_one_summary_per_episode(tmp_pat
         lines = list(read_jsonl(paths.steps(s["episode"])))
         assert s["status"] == "ok" and len(lines) == s["steps"] >= 1
         assert [r["t"] for r in lines] == list(range(len(lines)))
-        assert all(r["n_admissible"] > 0 and not r["invalid"] for r in lines)  # random = admissible
-        assert lines[-1]["done"] or s["steps"] == 20
+        assert all(r["n_admissible"] > 0 and r["admissible"] and not r["invalid"] for r in lines)
+        # the harness's max_steps reaches the adapter: it ends the episode as truncated at 20
+        assert lines[-1]["done"]
+        assert s["truncated"] == (not s["won"] and s["steps"] == 20)
         assert s["won"] == lines[-1]["won"] and s["score"] == lines[-1]["score"]
         assert lines[1]["observation"] == lines[0]["feedback"]
     assert not list(paths.episodes.glob("*.partial"))
