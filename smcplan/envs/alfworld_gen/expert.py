@@ -1,0 +1,101 @@
+"""Playing a generated game with ALFWorld's own engine and hand-coded expert.
+
+The game is loaded the way ALFWorld's ``alfworld-generate`` script checks solvability:
+TextWorld's ``PddlEnv`` (fast-downward grounds the ``alfred`` domain) wrapped by
+``AlfredDemangler`` (THOR ids -> "apple 1"), ``AlfredInfos`` and ``AlfredExpert`` with the
+hand-coded expert (``HandCodedTWAgent``), which explores receptacles with ALFRED's
+object-location priors and reads ``traj_data.json`` beside ``game.tw-pddl`` for the goal.
+
+The expert draws from Python's global ``random`` (ties between visible objects, escapes from
+repeated actions); :func:`expert_walkthrough` seeds it and restores its state afterwards, so
+a walkthrough is a deterministic function of the game and the seed.
+
+Must not import anything from ``smcplan`` above ``smcplan.envs``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+from smcplan.envs.alfworld_gen import _deps, speedups
+
+EXPERT_MAX_STEPS = 200  # AlfredExpert's own limit (HandCodedTWAgent(max_steps=200))
+
+
+@contextlib.contextmanager
+def preserved_globals(seed: int | None = None) -> Iterator[None]:
+    """Seed the global ``random`` (if ``seed`` is given) and restore it and ``sys.argv`` on exit.
+
+    fast-downward's ``pddl2sas`` overwrites ``sys.argv`` on every translation.
+    """
+    argv = list(sys.argv)
+    state = random.getstate()
+    if seed is not None:
+        random.seed(seed)
+    try:
+        yield
+    finally:
+        random.setstate(state)
+        sys.argv[:] = argv
+
+
+def make_tw_env(expert: bool = False, fast: bool = True) -> Any:
+    """A fresh ``PddlEnv`` with ALFWorld's wrappers (and the hand-coded expert if ``expert``).
+
+    ``fast`` installs :mod:`~smcplan.envs.alfworld_gen.speedups` (same outputs, faster).
+    """
+    textworld, PddlEnv, AlfredDemangler, AlfredInfos, AlfredExpert = _deps.tw_modules()
+    if fast:
+        speedups.install()
+    extras = ["gamefile"] + (["expert_plan"] if expert else [])
+    infos = textworld.EnvInfos(admissible_commands=True, won=True, extras=extras)
+    env = AlfredInfos(AlfredDemangler(PddlEnv(infos), shuffle=False))
+    if expert:
+        env = AlfredExpert(env, expert_type="handcoded")
+    return env
+
+
+def close_tw_env(env: Any) -> None:
+    """Close the wrappers and free the planning task held by the env's copy of fast-downward.
+
+    The private copy of ``libdownward.so`` each ``PddlEnv`` maps (~34 MB virtual, ~3 MB
+    resident) stays mapped: ``fast_downward.close_lib`` (``dlclose``) crashes the interpreter
+    at exit (segmentation fault observed here), so it is never called.
+    """
+    base = env.unwrapped if hasattr(env, "unwrapped") else env
+    lib = getattr(base, "downward_lib", None)
+    env.close()
+    if lib is not None:
+        lib.cleanup()
+
+
+def expert_walkthrough(
+    game_path: str, seed: int, max_steps: int = EXPERT_MAX_STEPS
+) -> list[str] | None:
+    """Run the hand-coded expert on ``game_path``; its actions if it wins, else ``None``.
+
+    ``traj_data.json`` must sit beside the game file.
+    """
+    env = make_tw_env(expert=True)
+    try:
+        with preserved_globals(seed):
+            env.load(game_path)
+            state = env.reset()
+            actions: list[str] = []
+            for _ in range(max_steps):
+                action = state["extra.expert_plan"][0]
+                state, _, done = env.step(action)
+                actions.append(action)
+                if state["won"]:
+                    return actions
+                if done:
+                    return None
+    except Exception:  # the expert raises on timeouts and dead ends ("Timeout", NameError)
+        return None
+    finally:
+        close_tw_env(env)
+    return None
