@@ -116,12 +116,13 @@ def _agent_factory(name: str) -> Callable[..., Any]:
 
 
 def _accepts(factory: Callable[..., Any], name: str) -> bool:
-    """Whether ``factory`` takes the keyword ``name`` explicitly or via ``**kwargs``."""
+    """Whether ``factory`` declares the keyword parameter ``name`` (``**kwargs`` does not count:
+    a factory that only forwards ``**config`` may not know what to do with it)."""
     try:
         params = inspect.signature(factory).parameters
     except (TypeError, ValueError):
         return False
-    return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+    return name in params and params[name].kind is not inspect.Parameter.POSITIONAL_ONLY
 
 
 def agent_needs_lm(name: str) -> bool:
@@ -144,7 +145,8 @@ def agent_needs_lm(name: str) -> bool:
 
 
 def default_make_agent(name: str, lm: Any, seed: int, config: dict[str, Any]) -> Any:
-    """``smcplan.agents.make(name, lm=lm, seed=seed, **config)`` (``seed`` only if accepted)."""
+    """``smcplan.agents.make(name, lm=lm, seed=seed, **config)``; ``seed`` only if the factory
+    declares it (all agents are also reproducible through the reseeded global generators)."""
     from smcplan import agents
 
     kwargs = dict(config)
