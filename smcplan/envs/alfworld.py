@@ -17,8 +17,8 @@ Task types (``TASK_TYPES``, with ALFWorld's names): ``pick_and_place``
 (``pick_and_place_simple``), ``pick_clean_then_place`` (``..._in_recep``),
 ``pick_heat_then_place``, ``pick_cool_then_place``, ``look_at_obj_in_light``,
 ``pick_two_obj_and_place``. Score is 1 when the goal holds, else 0 (ALFWorld has no partial
-credit); the episode is done when it is won. ALFWorld evaluations usually cap episodes at 50
-steps: the caller enforces that.
+credit); the episode ends when it is won or after ``max_steps`` actions (default 50, the
+limit ALFWorld's evaluations use).
 
 Imports ``alfworld`` / ``textworld`` lazily (``MissingBenchmark`` with the install hint).
 Must not import ``smcplan.llm``, ``smcplan.memory`` or higher layers.
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from smcplan.envs.base import EnvError, MissingBenchmark, StepResult
+from smcplan.envs.base import BaseTextEnv, EnvError, MissingBenchmark, StepResult, unknown_choice
 
 TASK_TYPES: tuple[str, ...] = (
     "pick_and_place",
@@ -38,20 +38,18 @@ TASK_TYPES: tuple[str, ...] = (
     "look_at_obj_in_light",
     "pick_two_obj_and_place",
 )
+_OPTIONS = ("cache_dir", "layout", "max_steps", "split")
 
 __all__ = ["TASK_TYPES", "AlfWorldEnv", "make"]
 
 
 def _check_task_type(task_type: str) -> str:
     if task_type not in TASK_TYPES:
-        raise ValueError(
-            f"unknown ALFWorld task type {task_type!r}; known: "
-            + ", ".join(f"alfworld:{t}" for t in TASK_TYPES)
-        )
+        raise unknown_choice("ALFWorld task type", task_type, [f"alfworld:{t}" for t in TASK_TYPES])
     return task_type
 
 
-class AlfWorldEnv:
+class AlfWorldEnv(BaseTextEnv):
     """One generated ALFWorld game behind the :class:`~smcplan.envs.base.TextEnv` protocol.
 
     Parameters
@@ -59,7 +57,8 @@ class AlfWorldEnv:
     task_type:
         One of :data:`TASK_TYPES`.
     seed:
-        Selects the game (floor plan, goal, object placement); ``reset(seed)`` switches game.
+        The game ``reset()`` plays when called without a seed; ``reset(seed)`` plays the game
+        of ``seed`` (floor plan, goal and object placement are functions of the seed).
     layout:
         Fix the ALFRED floor plan number (e.g. ``1`` for ``FloorPlan1``); ``None`` lets the
         seed choose among the floor plans that can host the task.
@@ -69,6 +68,8 @@ class AlfWorldEnv:
     cache_dir:
         Folder for generated games (default: ``$SMCPLAN_CACHE/alfworld`` or
         ``~/.cache/smcplan/alfworld``).
+    max_steps:
+        Step limit per episode (ALFWorld's evaluations use 50).
     """
 
     def __init__(
@@ -79,20 +80,21 @@ class AlfWorldEnv:
         layout: int | None = None,
         split: str = "all",
         cache_dir: str | None = None,
+        max_steps: int = 50,
     ) -> None:
-        self.task_type = _check_task_type(task_type)
-        self.name = f"alfworld:{task_type}"
-        self._layout = layout
-        self._split = split
-        self._cache_dir = cache_dir
+        super().__init__(f"alfworld:{_check_task_type(task_type)}", max_steps)
+        self.task_type = task_type
+        self.layout = layout
+        self.split = split
+        self.cache_dir = cache_dir
+        self.default_seed = seed
         self._tw: Any = None
-        self._state: Any = None
-        self._history: list[str] = []
-        self._score = 0.0
-        self._game = self._generate(seed)
         self._loaded_file: str | None = None
+        self._state: Any = None
+        self._game = self._generate(seed)  # validates seed, layout and split now
+        self._task = str(self._game.task)
 
-    # -- game selection -----------------------------------------------------------------
+    # -- game selection -------------------------------------------------------------------
 
     def _generate(self, seed: int) -> Any:
         from smcplan.envs.alfworld_gen import UnsolvableGame, generate_game
@@ -101,137 +103,128 @@ class AlfWorldEnv:
             return generate_game(
                 self.task_type,
                 seed,
-                layout=self._layout,
-                split=self._split,
-                cache_dir=self._cache_dir,
+                layout=self.layout,
+                split=self.split,
+                cache_dir=self.cache_dir,
             )
         except UnsolvableGame as exc:
-            raise EnvError(str(exc)) from exc
-
-    @property
-    def seed(self) -> int:
-        return int(self._game.seed)
+            raise EnvError(f"{self.name}: {exc}") from exc
 
     @property
     def game(self) -> Any:
-        """The :class:`~smcplan.envs.alfworld_gen.GameInfo` (files, floor plan, goal)."""
+        """The current :class:`~smcplan.envs.alfworld_gen.GameInfo` (files, floor plan, goal)."""
         return self._game
-
-    @property
-    def task(self) -> str:
-        """The goal sentence, e.g. ``"put a clean mug in coffeemachine"``."""
-        return str(self._game.task)
 
     # -- protocol -------------------------------------------------------------------------
 
     def reset(self, seed: int | None = None) -> tuple[str, dict[str, Any]]:
-        """Start the game of ``seed`` (the current one if ``None``) from its initial state."""
-        from smcplan.envs.alfworld_gen.expert import make_tw_env, preserved_globals
-
-        if seed is not None and seed != self.seed:
+        """Start the game of ``seed`` (``default_seed`` if ``None``) from its initial state."""
+        seed = self.default_seed if seed is None else seed
+        if seed != self._game.seed:
             self._game = self._generate(seed)
-        game_file = str(self._game.game_file)
-        try:
-            with preserved_globals():
-                if self._tw is None or self._loaded_file != game_file:
-                    self._close_tw()
-                    self._tw = make_tw_env(expert=False)
-                    self._tw.load(game_file)
-                    self._loaded_file = game_file
-                self._state = self._tw.reset()
-        except MissingBenchmark:
-            raise
-        except Exception as exc:
-            self._close_tw()
-            raise EnvError(f"{self.name}: could not start game {game_file}: {exc}") from exc
-        self._history = []
-        self._score = 0.0
-        return str(self._state.feedback), self._info(invalid=False)
+        self._state = self._engine_reset()
+        return self._begin(
+            str(self._state.feedback),
+            task=str(self._game.task),
+            admissible=self._state["admissible_commands"],
+            seed=seed,
+            extra=self._extra(),
+        )
 
     def step(self, action: str) -> StepResult:
-        """Apply ``action``; an action outside :meth:`admissible_actions` changes nothing and
-        is reported with ``info["invalid"] = True`` (the engine answers "Nothing happens.")."""
-        if self._state is None:
-            raise RuntimeError(f"{self.name}: call reset() before step()")
+        """Apply ``action``. An action outside :meth:`admissible_actions` changes nothing; the
+        engine answers "Nothing happens." and ``info["invalid"]`` is True."""
+        self._require_running()
         from smcplan.envs.alfworld_gen.expert import preserved_globals
 
         command = str(action).strip()
-        invalid = command not in set(self._state["admissible_commands"])
+        invalid = command not in self._admissible
         try:
             with preserved_globals():
                 self._state, _, _ = self._tw.step(command)
         except Exception as exc:
-            raise EnvError(f"{self.name}: engine failed on {command!r}: {exc}") from exc
-        self._history.append(command)
-        info = self._info(invalid=invalid)
-        reward = info["score"] - self._score
-        self._score = info["score"]
-        return StepResult(str(self._state.feedback), reward, bool(info["won"]), info)
-
-    def admissible_actions(self) -> list[str]:
-        if self._state is None:
-            raise RuntimeError(f"{self.name}: call reset() before admissible_actions()")
-        return list(self._state["admissible_commands"])
+            raise EnvError(f"{self.name}: the engine failed on {command!r}: {exc}") from exc
+        won = bool(self._state["won"])
+        return self._finish(
+            str(self._state.feedback),
+            command,
+            score=1.0 if won else 0.0,
+            won=won,
+            invalid=invalid,
+            backend_done=won,
+            admissible=self._state["admissible_commands"],
+            extra=self._extra(),
+        )
 
     def gold_actions(self) -> list[str]:
-        """ALFWorld's hand-coded expert's winning actions from the reset state."""
+        """ALFWorld's hand-coded expert's winning actions from the reset state of the current
+        game (the walkthrough stored in ``game.tw-pddl``)."""
         return list(self._game.walkthrough)
 
     def clone(self) -> AlfWorldEnv:
-        """An independent copy in the same state: a fresh engine replaying this history
-        (fast-downward keeps its state in a private C library, with no state copy)."""
+        """An independent copy in the same state: a fresh engine that replays this episode's
+        actions (fast-downward keeps the state inside its C library, with no copy operation)."""
+        self._require_started()
         twin = AlfWorldEnv.__new__(AlfWorldEnv)
         twin.__dict__.update(self.__dict__)
-        twin._tw, twin._state, twin._loaded_file, twin._history = None, None, None, []
-        if self._state is None:
-            return twin
-        twin.reset()
-        for command in self._history:
-            twin.step(command)
-        twin._score = self._score
+        twin._tw, twin._loaded_file = None, None
+        twin._admissible, twin._actions = list(self._admissible), list(self._actions)
+        twin._state = twin._engine_reset()
+        from smcplan.envs.alfworld_gen.expert import preserved_globals
+
+        try:
+            with preserved_globals():
+                for command in self._actions:
+                    twin._state, _, _ = twin._tw.step(command)
+        except Exception as exc:
+            twin.close()
+            raise EnvError(f"{self.name}: replay for clone() failed: {exc}") from exc
         return twin
 
     def close(self) -> None:
-        """Release the engine (its private copy of fast-downward's library); idempotent."""
-        self._close_tw()
-        self._state = None
-
-    def _close_tw(self) -> None:
-        if self._tw is not None:
+        """Release the engine (the planning task of its fast-downward copy); idempotent."""
+        tw, self._tw, self._loaded_file, self._state = self._tw, None, None, None
+        if tw is not None:
             from smcplan.envs.alfworld_gen.expert import close_tw_env
 
-            tw, self._tw, self._loaded_file = self._tw, None, None
             close_tw_env(tw)
-
-    def __enter__(self) -> AlfWorldEnv:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- helpers --------------------------------------------------------------------------
 
-    def _info(self, invalid: bool) -> dict[str, Any]:
-        won = bool(self._state["won"])
+    def _engine_reset(self) -> Any:
+        from smcplan.envs.alfworld_gen.expert import make_tw_env, preserved_globals
+
+        game_file = str(self._game.game_file)
+        try:
+            with preserved_globals():
+                if self._tw is None or self._loaded_file != game_file:
+                    self.close()
+                    self._tw = make_tw_env(expert=False)
+                    self._tw.load(game_file)
+                    self._loaded_file = game_file
+                return self._tw.reset()
+        except MissingBenchmark:
+            raise
+        except Exception as exc:
+            self.close()
+            raise EnvError(f"{self.name}: could not start {game_file}: {exc}") from exc
+
+    def _extra(self) -> dict[str, Any]:
         return {
-            "score": 1.0 if won else 0.0,
-            "won": won,
-            "invalid": invalid,
-            "admissible_actions": list(self._state["admissible_commands"]),
-            "task": self.task,
-            "moves": len(self._history),
-            "gamefile": str(self._game.game_file),
+            "task": str(self._game.task),
+            "task_type": self.task_type,
             "floor_plan": int(self._game.floor_plan),
+            "gamefile": str(self._game.game_file),
         }
 
 
 def make(task_type: str, seed: int = 0, **kwargs: Any) -> AlfWorldEnv:
     """``AlfWorldEnv(task_type, seed, **kwargs)``; the registry maps ``"alfworld:<task_type>"``
-    here. Keyword arguments: ``layout``, ``split``, ``cache_dir`` (see :class:`AlfWorldEnv`)."""
+    here. Keyword arguments: ``layout``, ``split``, ``cache_dir``, ``max_steps``."""
     _check_task_type(task_type)
-    unknown = set(kwargs) - {"layout", "split", "cache_dir"}
+    unknown = sorted(set(kwargs) - set(_OPTIONS))
     if unknown:
         raise TypeError(
-            f"unknown ALFWorld option(s) {', '.join(sorted(unknown))}; known: cache_dir, layout, split"
+            f"unknown ALFWorld option(s) {', '.join(map(repr, unknown))}; known: {', '.join(_OPTIONS)}"
         )
     return AlfWorldEnv(task_type, seed, **kwargs)
