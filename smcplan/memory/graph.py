@@ -21,11 +21,12 @@ This module must not import torch, transformers, outlines or jax, nor anything f
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from smcplan.memory._pmap import CowMap
+from smcplan.memory._pmap import CowIndex, CowMap
 from smcplan.memory.predicates import DEFAULT_PREDICATES, LOCATION_SLOT, PredicateTable
 from smcplan.memory.triplet import (
     SOURCE_RANK,
@@ -44,7 +45,13 @@ if TYPE_CHECKING:
 
 __all__ = ["KnowledgeGraph", "UpdateReport"]
 
-_Bucket = tuple[Triplet, ...]
+_NUMBERED = re.compile(r"^(.*\D) \d+$")
+
+
+def base_name(entity: str) -> str | None:
+    """``"apple 1"`` -> ``"apple"``: the name without ALFWorld's instance number, else ``None``."""
+    m = _NUMBERED.match(entity)
+    return m.group(1) if m else None
 
 
 class UpdateReport(NamedTuple):
@@ -74,7 +81,8 @@ class KnowledgeGraph:
     order are not compared.
     """
 
-    __slots__ = ("_facts", "_by_subject", "_by_object", "_slots", "_table", "_step", "_seq")
+    __slots__ = ("_facts", "_by_subject", "_by_object", "_slots", "_refs", "_by_base", "_table",
+                 "_step", "_seq")
 
     def __init__(
         self,
@@ -88,9 +96,13 @@ class KnowledgeGraph:
             raise TypeError(f"predicates must be a PredicateTable, got {type(predicates).__name__}")
         self._table = predicates if predicates is not None else DEFAULT_PREDICATES
         self._facts: CowMap[Triplet, Provenance] = CowMap()
-        self._by_subject: CowMap[str, _Bucket] = CowMap()
-        self._by_object: CowMap[str, _Bucket] = CowMap()
+        self._by_subject: CowIndex[str, Triplet] = CowIndex()
+        self._by_object: CowIndex[str, Triplet] = CowIndex()
         self._slots: CowMap[tuple[str, ...], Triplet] = CowMap()
+        # Entities (subjects, and objects of walkable facts) with their number of such facts,
+        # and numbered entities by base name ("apple" -> {"apple 1", "apple 2"}): for retrieval.
+        self._refs: CowMap[str, int] = CowMap()
+        self._by_base: CowIndex[str, str] = CowIndex()
         self._step = int(step)
         self._seq = 0
         triplets = list(triplets)
@@ -171,9 +183,9 @@ class KnowledgeGraph:
         if source is not None:
             check_source(source)
         if s is not None:
-            pool: Iterable[Triplet] = self._by_subject.get(s, ())
+            pool: Iterable[Triplet] = list(self._by_subject.get(s))
         elif o is not None:
-            pool = self._by_object.get(o, ())
+            pool = list(self._by_object.get(o))
         else:
             pool = iter(self)
         out = []
@@ -194,7 +206,7 @@ class KnowledgeGraph:
         """What is in/on/at ``container`` according to the graph, in insertion order."""
         return [
             t.subject
-            for t in self._by_object.get(normalize_text(container), ())
+            for t in self._by_object.get(normalize_text(container))
             if self._table.in_slot(t.predicate, LOCATION_SLOT)
         ]
 
@@ -205,8 +217,8 @@ class KnowledgeGraph:
     def neighbors(self, entity: str) -> list[str]:
         """Entities one fact away from ``entity`` (either direction), sorted."""
         e = normalize_text(entity)
-        out = {t.object for t in self._by_subject.get(e, ())}
-        out |= {t.subject for t in self._by_object.get(e, ())}
+        out = {t.object for t in self._by_subject.get(e)}
+        out |= {t.subject for t in self._by_object.get(e)}
         out.discard(e)
         return sorted(out)
 
@@ -237,30 +249,55 @@ class KnowledgeGraph:
             seqs.add(prov.seq)
         for name, index, truth in (("subject", self._by_subject, by_subject),
                                    ("object", self._by_object, by_object)):
-            got = {k: set(v) for k, v in index.items()}
-            if got != truth or any(len(v) != len(set(v)) for v in index.values()):
+            if {k: set(v) for k, v in index.items()} != truth:
                 raise ValueError(f"the {name} index disagrees with the facts")
         if dict(self._slots.items()) != slots:
             raise ValueError("the slot index disagrees with the facts")
+        refs: dict[str, int] = {}
+        for t in self._facts:
+            refs[t.subject] = refs.get(t.subject, 0) + 1
+            if table.walkable(t.predicate):
+                refs[t.object] = refs.get(t.object, 0) + 1
+        if dict(self._refs.items()) != refs:
+            raise ValueError("the entity reference counts disagree with the facts")
+        bases: dict[str, set[str]] = {}
+        for e in refs:
+            b = base_name(e)
+            if b is not None:
+                bases.setdefault(b, set()).add(e)
+        if {k: set(v) for k, v in self._by_base.items()} != bases:
+            raise ValueError("the base-name index disagrees with the entities")
 
     # ------------------------------------------------------------------ raw index maintenance
+    def _ref(self, entity: str, delta: int) -> None:
+        n = self._refs.get(entity, 0) + delta
+        if n:
+            self._refs[entity] = n
+        else:
+            self._refs.pop(entity)
+        if n == 0 or (n == 1 and delta == 1):
+            base = base_name(entity)
+            if base is not None:
+                (self._by_base.add if n else self._by_base.discard)(base, entity)
+
     def _insert(self, t: Triplet, prov: Provenance) -> None:
         self._facts[t] = prov
-        self._by_subject[t.subject] = self._by_subject.get(t.subject, ()) + (t,)
-        self._by_object[t.object] = self._by_object.get(t.object, ()) + (t,)
+        self._by_subject.add(t.subject, t)
+        self._by_object.add(t.object, t)
+        self._ref(t.subject, 1)
+        if self._table.walkable(t.predicate):
+            self._ref(t.object, 1)
         key = self._table.slot_key(t)
         if key is not None:
             self._slots[key] = t
 
     def _delete(self, t: Triplet) -> None:
-        del_from = ((self._by_subject, t.subject), (self._by_object, t.object))
         self._facts.pop(t)
-        for index, name in del_from:
-            bucket = tuple(x for x in index[name] if x != t)
-            if bucket:
-                index[name] = bucket
-            else:
-                index.pop(name)
+        self._by_subject.discard(t.subject, t)
+        self._by_object.discard(t.object, t)
+        self._ref(t.subject, -1)
+        if self._table.walkable(t.predicate):
+            self._ref(t.object, -1)
         key = self._table.slot_key(t)
         if key is not None and self._slots.get(key) == t:
             self._slots.pop(key)
@@ -313,7 +350,7 @@ class KnowledgeGraph:
         if closed_set:
             asserted = set(batch)
             for c in sorted(closed_set):
-                for t in self._by_object.get(c, ()):
+                for t in list(self._by_object.get(c)):
                     if (
                         t in self._facts
                         and t not in asserted
@@ -398,6 +435,8 @@ class KnowledgeGraph:
         new._by_subject = self._by_subject.copy()
         new._by_object = self._by_object.copy()
         new._slots = self._slots.copy()
+        new._refs = self._refs.copy()
+        new._by_base = self._by_base.copy()
         new._table = self._table
         new._step = self._step
         new._seq = self._seq

@@ -171,6 +171,7 @@ class PredicateTable(Mapping[str, PredicateSpec]):
         self._specs = by_name
         self._alias = alias
         self._default_cache: dict[str, PredicateSpec] = {}
+        self._walkable: dict[str, bool] = {}
 
     # Mapping protocol -------------------------------------------------------------------------
     def __getitem__(self, name: str) -> PredicateSpec:
@@ -238,6 +239,15 @@ class PredicateTable(Mapping[str, PredicateSpec]):
 
     def is_event(self, predicate: str) -> bool:
         return self.spec(predicate).event
+
+    def walkable(self, predicate: str) -> bool:
+        """Whether the object of ``predicate`` is an entity that retrieval may walk to (not an
+        attribute value, not the object of an event)."""
+        w = self._walkable.get(predicate)
+        if w is None:
+            spec = self.spec(predicate)
+            w = self._walkable[predicate] = not (spec.attribute or spec.event)
+        return w
 
     def in_slot(self, predicate: str, slot: str) -> bool:
         return self.spec(predicate).slot == slot

@@ -33,57 +33,38 @@ if TYPE_CHECKING:
 __all__ = ["retrieve", "mentioned_entities"]
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9'\-]*")
-_NUMBERED = re.compile(r"^(.*\D) \d+$")
 _MAX_NGRAM = 6
 _INF = 1 << 30
 
 
-def _ngrams(text: str) -> set[str]:
+def _ngrams(text: str) -> list[str]:
     words = _WORD.findall(text.lower())
-    out: set[str] = set()
+    out: dict[str, None] = {}
     for n in range(1, _MAX_NGRAM + 1):
         for i in range(len(words) - n + 1):
-            out.add(" ".join(words[i:i + n]))
-    return out
+            out[" ".join(words[i:i + n])] = None
+    return list(out)
 
 
 def mentioned_entities(kg: KnowledgeGraph, text: str) -> list[str]:
-    """Entities of ``kg`` named in ``text`` (full name, or base name of "name N"), sorted."""
-    grams = _ngrams(text)
-    if not grams:
-        return []
-    out = []
-    for entity in _entity_nodes(kg):
-        if entity in grams:
-            out.append(entity)
-            continue
-        m = _NUMBERED.match(entity)
-        if m and (m.group(1) in grams or m.group(1) + "s" in grams):
-            out.append(entity)
+    """Entities of ``kg`` named in ``text`` (full name, or base name of "name N"), sorted.
+
+    Entities are subjects and objects of walkable facts, not attribute values; the cost is
+    O(len(text)) index lookups, independent of the graph's size.
+    """
+    refs, by_base = kg._refs, kg._by_base
+    out: set[str] = set()
+    for gram in _ngrams(text):
+        if gram in refs:
+            out.add(gram)
+        out.update(by_base.get(gram))
+        if gram.endswith("s"):
+            out.update(by_base.get(gram[:-1]))
     return sorted(out)
 
 
-def _entity_nodes(kg: KnowledgeGraph) -> set[str]:
-    """Subjects, and objects of non-attribute, non-event facts (values are not entities)."""
-    nodes = set(kg._by_subject)
-    table = kg.predicates
-    for obj, bucket in kg._by_object.items():
-        if obj in nodes:
-            continue
-        for t in bucket:
-            spec = table.spec(t.predicate)
-            if not (spec.attribute or spec.event):
-                nodes.add(obj)
-                break
-    return nodes
-
-
-def _walkable(kg: KnowledgeGraph, t: Triplet) -> bool:
-    spec = kg.predicates.spec(t.predicate)
-    return not (spec.attribute or spec.event)
-
-
 def _bfs(kg: KnowledgeGraph, seeds: Iterable[str], k: int) -> dict[str, int]:
+    walkable = kg.predicates.walkable
     dist: dict[str, int] = {}
     queue: deque[str] = deque()
     for s in seeds:
@@ -95,23 +76,15 @@ def _bfs(kg: KnowledgeGraph, seeds: Iterable[str], k: int) -> dict[str, int]:
         d = dist[node]
         if d >= k:
             continue
-        for t in kg._by_subject.get(node, ()):
-            if _walkable(kg, t) and t.object not in dist:
+        for t in kg._by_subject.get(node):
+            if t.object not in dist and walkable(t.predicate):
                 dist[t.object] = d + 1
                 queue.append(t.object)
-        for t in kg._by_object.get(node, ()):
-            if _walkable(kg, t) and t.subject not in dist:
+        for t in kg._by_object.get(node):
+            if t.subject not in dist and walkable(t.predicate):
                 dist[t.subject] = d + 1
                 queue.append(t.subject)
     return dist
-
-
-def _touching(kg: KnowledgeGraph, nodes: Iterable[str]) -> set[Triplet]:
-    out: set[Triplet] = set()
-    for n in nodes:
-        out.update(kg._by_subject.get(n, ()))
-        out.update(kg._by_object.get(n, ()))
-    return out
 
 
 def retrieve(
@@ -135,31 +108,30 @@ def retrieve(
         raise ValueError(f"limit must be >= 0, got {limit}")
     task_seeds = mentioned_entities(kg, task)
     other_seeds = mentioned_entities(kg, last_observation) if last_observation else []
-    nodes = _entity_nodes(kg)
-    other_seeds += [e for e in (normalize_text(a) for a in always) if e in nodes]
+    other_seeds += [e for e in (normalize_text(a) for a in always) if e in kg._refs]
     d_task = _bfs(kg, task_seeds, k)
     d_other = _bfs(kg, other_seeds, k)
 
-    def hops(dist: dict[str, int], t: Triplet) -> int:
-        return min(dist.get(t.subject, _INF), dist.get(t.object, _INF))
-
     facts = kg._facts
-    candidates = _touching(kg, set(d_task) | set(d_other))
-    ranked = sorted(
-        candidates,
-        key=lambda t: (
-            hops(d_task, t),
-            hops(d_other, t),
-            -facts[t].step,
-            -SOURCE_RANK[facts[t].source],
-            facts[t].seq,
-        ),
-    )
-    out = ranked[:limit]
+    keyed: dict[Triplet, tuple[int, int, int, int, int]] = {}
+    for node in set(d_task) | set(d_other):
+        for bucket in (kg._by_subject.get(node), kg._by_object.get(node)):
+            for t in bucket:
+                if t in keyed:
+                    continue
+                p = facts[t]
+                keyed[t] = (
+                    min(d_task.get(t.subject, _INF), d_task.get(t.object, _INF)),
+                    min(d_other.get(t.subject, _INF), d_other.get(t.object, _INF)),
+                    -p.step,
+                    -SOURCE_RANK[p.source],
+                    p.seq,
+                )
+    out = sorted(keyed, key=keyed.__getitem__)[:limit]
     if fill and len(out) < limit:
         rest = sorted(
-            (t for t in facts if t not in candidates),
-            key=lambda t: (-facts[t].step, -SOURCE_RANK[facts[t].source], facts[t].seq),
+            ((t, p) for t, p in facts.items() if t not in keyed),
+            key=lambda tp: (-tp[1].step, -SOURCE_RANK[tp[1].source], tp[1].seq),
         )
-        out += rest[: limit - len(out)]
+        out += [t for t, _ in rest[: limit - len(out)]]
     return out

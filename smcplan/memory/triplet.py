@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias, get_args
 
 __all__ = [
@@ -49,6 +49,19 @@ def normalize_text(text: str) -> str:
     """
     if not isinstance(text, str):
         raise TypeError(f"triplet fields must be str, got {type(text).__name__}: {text!r}")
+    if (  # fast path: already normal (the common case for extractor output)
+        text
+        and text == text.lower()
+        and text[0] not in _EDGE_PUNCT
+        and text[-1] not in _EDGE_PUNCT
+        and "  " not in text
+        and "\t" not in text
+        and "\n" not in text
+        and "\r" not in text
+        and not text.startswith(_ARTICLES)
+        and text not in _BARE_ARTICLES
+    ):
+        return text
     out = _SPACE.sub(" ", text.lower()).strip(_EDGE_PUNCT)
     stripped = True
     while stripped:
@@ -65,20 +78,45 @@ class Triplet:
     """One fact ``(subject, predicate, object)`` with normalised text; frozen and hashable.
 
     Construction normalises each field with :func:`normalize_text`; a field that is empty after
-    normalisation is an error.  A triplet unpacks like a tuple: ``s, p, o = t``.
+    normalisation is an error.  A triplet unpacks like a tuple: ``s, p, o = t``; its hash is that
+    of the tuple ``(s, p, o)``, computed once.
     """
 
     subject: str
     predicate: str
     object: str
+    _hash: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        for name in ("subject", "predicate", "object"):
-            raw = getattr(self, name)
-            value = normalize_text(raw)
+        s = normalize_text(self.subject)
+        p = normalize_text(self.predicate)
+        o = normalize_text(self.object)
+        for name, raw, value in (("subject", self.subject, s), ("predicate", self.predicate, p),
+                                 ("object", self.object, o)):
             if not value:
                 raise ValueError(f"Triplet {name} is empty after normalisation: {raw!r}")
-            object.__setattr__(self, name, value)
+        set_ = object.__setattr__
+        set_(self, "subject", s)
+        set_(self, "predicate", p)
+        set_(self, "object", o)
+        set_(self, "_hash", hash((s, p, o)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not Triplet:
+            return NotImplemented
+        return (
+            self._hash == other._hash  # type: ignore[attr-defined]
+            and self.subject == other.subject  # type: ignore[attr-defined]
+            and self.predicate == other.predicate  # type: ignore[attr-defined]
+            and self.object == other.object  # type: ignore[attr-defined]
+        )
+
+    def __reduce__(self) -> tuple[Any, tuple[str, str, str]]:
+        # Rebuild through __init__: the cached hash depends on the process's hash seed.
+        return (Triplet, (self.subject, self.predicate, self.object))
 
     def __iter__(self) -> Iterator[str]:
         return iter((self.subject, self.predicate, self.object))

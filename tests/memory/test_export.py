@@ -79,3 +79,29 @@ def test_png_export_writes_a_png_image(tmp_path):
     assert pixels[..., :3].std() > 0.01  # something was drawn, not a blank canvas
     sub = sample().save_png(tmp_path / "part.png", [Triplet("apple 1", "in", "fridge 1")])
     assert sub.stat().st_size > 0
+
+
+def test_pickle_round_trip_across_processes_with_another_hash_seed(tmp_path):
+    """Storage shards by hash(), which differs between processes: unpickling must rebuild."""
+    import os
+    import pickle
+    import subprocess
+    import sys
+
+    path = tmp_path / "kg.pickle"
+    code = (
+        "import pickle, sys\n"
+        "from smcplan.memory import KnowledgeGraph\n"
+        "kg = KnowledgeGraph([(f'thing {i}', 'in', f'box {i % 5}') for i in range(200)], step=1)\n"
+        "kg.update([('kitchen', 'north', 'pantry'), ('box 1', 'is', 'open')], step=2)\n"
+        "pickle.dump(kg, open(sys.argv[1], 'wb'))\n"
+    )
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    subprocess.run([sys.executable, "-c", code, str(path)], check=True, env=env)
+    kg = pickle.loads(path.read_bytes())
+    kg.validate()
+    assert len(kg) == 203 and ("thing 7", "in", "box 2") in kg
+    assert kg.location_of("thing 7") == "box 2" and kg.contents("box 1")[:2] == ["thing 1", "thing 6"]
+    assert ("pantry", "south", "kitchen") in kg
+    kg.update([("thing 7", "in", "box 3")], step=3)
+    assert kg.location_of("thing 7") == "box 3"
