@@ -27,6 +27,13 @@ from smcplan.pomdp.model import (
     POMDPValidationError,
     SparseTransition,
 )
+from smcplan.pomdp.particle import (
+    ParticleDegeneracyError,
+    ParticleFilterResult,
+    optimal_proposal,
+    particle_beliefs,
+    particle_filter,
+)
 from smcplan.pomdp.program import POMDPProgram, ProgramError, compile_program, states_to_indices
 from smcplan.pomdp.simulate import simulate
 from smcplan.pomdp.solve import TreeTooLargeError, exact_q_values, solve_exact
@@ -46,6 +53,11 @@ __all__ = [
     "filter_scan",
     "ImpossibleObservationError",
     "simulate",
+    "particle_filter",
+    "ParticleFilterResult",
+    "ParticleDegeneracyError",
+    "optimal_proposal",
+    "particle_beliefs",
     "solve_exact",
     "exact_q_values",
     "TreeTooLargeError",

@@ -68,7 +68,7 @@ def _default_state_name(values: Mapping[str, int]) -> str:
     return ", ".join(f"{k}={v}" for k, v in values.items())
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # hashed by identity: usable as a static jit argument
 class POMDPProgram:
     """A discrete POMDP written as NumPyro programs over a factored state (see the module docstring).
 

@@ -30,8 +30,8 @@ from smcplan.pomdp.model import DiscretePOMDP
 
 __all__ = ["solve_exact", "exact_q_values", "TreeTooLargeError", "MAX_TREE_ENTRIES"]
 
-#: Largest (number of beliefs in one level) × |S| the expansion may hold (≈ 800 MB of float64).
-MAX_TREE_ENTRIES = 10**8
+#: Largest (number of beliefs in one level) × |S| the expansion may hold (≈ 160 MB of float64).
+MAX_TREE_ENTRIES = 2 * 10**7
 
 _TIE = 1e-9
 
@@ -40,14 +40,15 @@ class TreeTooLargeError(MemoryError):
     """The belief tree for the requested horizon does not fit :data:`MAX_TREE_ENTRIES`."""
 
 
-def _expand(T: np.ndarray, O: np.ndarray, beliefs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # noqa: N803, E741
+def _expand(T: np.ndarray, O: np.ndarray, beliefs: np.ndarray, limit: int, what: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # noqa: N803, E741
     """Children of every belief: (parent*A + a) index, P(o|b,a), child beliefs — only P > 0."""
     predicted = np.einsum("ms,ast->mat", beliefs, T)  # (M, A, S')
-    joint = predicted[..., None] * O[None]  # (M, A, S', O)
-    p_obs = joint.sum(axis=2)  # (M, A, O)
+    p_obs = np.einsum("mas,aso->mao", predicted, O)  # (M, A, O)
     m_idx, a_idx, o_idx = np.nonzero(p_obs > 0)
+    if m_idx.size * T.shape[1] > limit:
+        raise TreeTooLargeError(f"{what}: {m_idx.size:,} beliefs of {T.shape[1]} states exceed {limit:,} entries; use a smaller horizon")
     probs = p_obs[m_idx, a_idx, o_idx]
-    children = joint[m_idx, a_idx, :, o_idx] / probs[:, None]
+    children = predicted[m_idx, a_idx, :] * np.transpose(O, (0, 2, 1))[a_idx, o_idx, :] / probs[:, None]
     return m_idx * T.shape[0] + a_idx, probs, children
 
 
@@ -68,14 +69,12 @@ def exact_q_values(pomdp: DiscretePOMDP, belief: Any, horizon: int) -> np.ndarra
     links: list[tuple[np.ndarray, np.ndarray]] = []  # per level: (parent*A + a, P(o|b,a))
     for depth in range(1, horizon):
         parents = levels[-1]
-        worst = parents.shape[0] * n_a * pomdp.num_observations * n_s
-        if worst > MAX_TREE_ENTRIES:
+        if parents.shape[0] * n_a * max(n_s, pomdp.num_observations) > MAX_TREE_ENTRIES:
             raise TreeTooLargeError(
-                f"horizon {horizon} on {pomdp.name}: level {depth} could hold {parents.shape[0]} x {n_a} x "
-                f"{pomdp.num_observations} beliefs of {n_s} states ({worst:,} > {MAX_TREE_ENTRIES:,} entries); "
-                "use a smaller horizon"
+                f"horizon {horizon} on {pomdp.name}: level {depth} would predict {parents.shape[0]:,} x {n_a} beliefs "
+                f"of {n_s} states (> {MAX_TREE_ENTRIES:,} entries); use a smaller horizon"
             )
-        slot, probs, children = _expand(T, O, parents)
+        slot, probs, children = _expand(T, O, parents, MAX_TREE_ENTRIES, f"horizon {horizon} on {pomdp.name}, level {depth}")
         links.append((slot, probs))
         levels.append(children)
 
