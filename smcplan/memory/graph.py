@@ -58,12 +58,14 @@ class UpdateReport(NamedTuple):
     """What one :meth:`KnowledgeGraph.update` changed.
 
     ``added``: new facts (partners of symmetric/inverse facts included); ``removed``: facts pruned
-    as outdated; ``rejected``: asserted facts dropped because a conflicting fact outranks them.
+    as outdated; ``rejected``: asserted facts dropped because a conflicting fact outranks them;
+    ``invalid``: items that are not triplets (only with ``strict=False``), as given.
     """
 
     added: tuple[Triplet, ...]
     removed: tuple[Triplet, ...]
     rejected: tuple[Triplet, ...]
+    invalid: tuple[Any, ...] = ()
 
 
 class KnowledgeGraph:
@@ -316,6 +318,7 @@ class KnowledgeGraph:
         step: int | None = None,
         source: Source = "observed",
         closed: Iterable[str] = (),
+        strict: bool = True,
     ) -> UpdateReport:
         """G <- Update(G, triplets): add the facts, prune what they make outdated.
 
@@ -327,6 +330,8 @@ class KnowledgeGraph:
         ``closed``: containers (or rooms) whose *whole* contents the evidence lists, e.g. "On the
         countertop 1, you see a apple 1." closes countertop 1; a fact "x in/on/at c" for a closed
         c that is not re-asserted is removed (if it does not outrank the new evidence).
+        ``strict=False`` skips items that are not triplets (empty fields, wrong shapes: what a
+        language model may emit) and lists them in the report instead of raising.
 
         Then, in order, for each fact f (and its symmetric/inverse partner, atomically):
         if f is already held, its step becomes the later one and its source the stronger one;
@@ -342,7 +347,16 @@ class KnowledgeGraph:
         step = self._step if step is None else int(step)
         new_key = (step, SOURCE_RANK[source])
         table = self._table
-        batch = [table.canonical(as_triplet(x)) for x in triplets]
+        invalid: list[Any] = []
+        if strict:
+            batch = [table.canonical(as_triplet(x)) for x in triplets]
+        else:
+            batch = []
+            for x in triplets:
+                try:
+                    batch.append(table.canonical(as_triplet(x)))
+                except (TypeError, ValueError):
+                    invalid.append(x)
         added: list[Triplet] = []
         removed: list[Triplet] = []
         rejected: list[Triplet] = []
@@ -396,6 +410,7 @@ class KnowledgeGraph:
             tuple(x for x in added if x not in gone),
             tuple(x for x in removed if x not in gone),
             tuple(rejected),
+            tuple(invalid),
         )
 
     def add(self, triplet: Any, *, step: int | None = None, source: Source = "observed") -> UpdateReport:

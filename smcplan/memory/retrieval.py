@@ -3,10 +3,10 @@
 NeSyFS (arXiv 2607.28942) conditions every module on the triplets of the belief graph that are
 relevant to the task eta rather than on the whole graph.  Here relevance is graph distance:
 
-1. seeds: the graph's entities named in the task (origin 0), then in the last observation and the
-   ``always`` entities, by default the agent and its inventory (origin 1).  An entity is named when
-   its full name or, for numbered names such as "apple 1", its base name ("apple") occurs as a
-   whole-word n-gram of the text;
+1. seeds: the graph's entities named in the task, then (second rank) those named in the last
+   observation and the ``always`` entities, by default the agent and its inventory.  An entity is
+   named when its full name occurs as a whole-word n-gram of the text or, for numbered names such
+   as "apple 1", its base name does ("apple", "apples") without a number after it;
 2. breadth-first search from the seeds over entity-entity facts, up to ``k`` hops; attribute
    values (open, 10 degrees) and events are leaves, never walked through;
 3. a fact is in the k-hop neighbourhood when one of its ends is within ``k`` hops; facts are
@@ -37,26 +37,33 @@ _MAX_NGRAM = 6
 _INF = 1 << 30
 
 
-def _ngrams(text: str) -> list[str]:
+def _ngrams(text: str) -> dict[str, bool]:
+    """Word n-grams of ``text`` (n <= 6) -> whether every occurrence is followed by a number."""
     words = _WORD.findall(text.lower())
-    out: dict[str, None] = {}
+    out: dict[str, bool] = {}
     for n in range(1, _MAX_NGRAM + 1):
         for i in range(len(words) - n + 1):
-            out[" ".join(words[i:i + n])] = None
-    return list(out)
+            gram = " ".join(words[i:i + n])
+            numbered = i + n < len(words) and words[i + n].isdigit()
+            out[gram] = out.get(gram, True) and numbered
+    return out
 
 
 def mentioned_entities(kg: KnowledgeGraph, text: str) -> list[str]:
-    """Entities of ``kg`` named in ``text`` (full name, or base name of "name N"), sorted.
+    """Entities of ``kg`` named in ``text``, sorted.
 
-    Entities are subjects and objects of walkable facts, not attribute values; the cost is
-    O(len(text)) index lookups, independent of the graph's size.
+    An entity is named by its full name ("apple 1"), or by its base name ("apple", "apples") when
+    that is not followed by a number in the text ("apple 2" names apple 2 only).  Entities are
+    subjects and objects of walkable facts, not attribute values; the cost is O(len(text)) index
+    lookups, independent of the graph's size.
     """
     refs, by_base = kg._refs, kg._by_base
     out: set[str] = set()
-    for gram in _ngrams(text):
+    for gram, numbered in _ngrams(text).items():
         if gram in refs:
             out.add(gram)
+        if numbered:
+            continue
         out.update(by_base.get(gram))
         if gram.endswith("s"):
             out.update(by_base.get(gram[:-1]))

@@ -187,3 +187,13 @@ def test_spec_validation_names_the_problem():
         PredicateSpec("is", exclusive_values=(("open", "closed"), ("closed", "locked")))
     with pytest.raises(ValueError, match="event"):
         PredicateSpec("opened", event=True, functional=True)
+
+
+def test_non_strict_update_skips_malformed_llm_output_and_reports_it():
+    kg = KnowledgeGraph()
+    bad = [("apple", "in", ""), ("apple", "on"), "apple on table"]
+    report = kg.update([("apple", "on", "table"), *bad], step=1, strict=False)
+    assert list(kg) == [T("apple", "on", "table")]
+    assert report.invalid == tuple(bad)
+    with pytest.raises(ValueError, match="object"):
+        kg.update([("apple", "in", "")], step=2)

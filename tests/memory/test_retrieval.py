@@ -98,3 +98,9 @@ def test_bad_arguments_are_named():
         kitchen().retrieve("x", k=-1)
     with pytest.raises(ValueError, match="limit"):
         kitchen().retrieve("x", limit=-2)
+
+
+def test_a_numbered_mention_names_that_instance_only():
+    kg = KnowledgeGraph([("apple 1", "on", "table 1"), ("apple 2", "in", "fridge 1")])
+    assert mentioned_entities(kg, "take apple 2 from fridge 1") == ["apple 2", "fridge 1"]
+    assert mentioned_entities(kg, "take an apple") == ["apple 1", "apple 2"]
