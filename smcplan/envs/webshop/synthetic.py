@@ -1,0 +1,434 @@
+"""Generate the SYNTHETIC WebShop catalog shipped in ``smcplan/envs/webshop/data/``.
+
+The real WebShop data (1.18 M scraped products, 12 k crowd-written instructions) cannot be
+fetched here, so tests and default runs use a small invented catalog written in the original
+file formats (``catalog.py`` describes them): 10 product types in WebShop's five categories
+(beauty, fashion, grocery, electronics, home), 10 products each, and one human-style goal per
+product (100 goals).  Everything is drawn from ``random.Random(SEED)`` over the hand-written
+tables below, so the files are a pure function of this module.
+
+Each product has 3 of its type's 7 attributes (stated in its title, description and features)
+and 2-4 values of each of its type's option groups (never mentioned in its text, so the
+option reward depends on the options clicked, as intended).  Each goal asks for 2 of the
+target's attributes and one value of each option group.  ``build()`` checks what the tests
+rely on: no product text mentions an attribute it lacks or any option value, and every goal's
+gold path (search the instruction, page to the target, click it and its options, buy) earns
+reward 1.
+
+Usage: ``python -m smcplan.envs.webshop.synthetic [--out DIR] [--check]``; ``--check`` fails if
+the shipped files differ from what this module generates.
+
+Pure standard library; must not import other smcplan layers except ``smcplan.envs.webshop``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["SEED", "TYPES", "build", "write", "main"]
+
+SEED = 20240607
+PRODUCTS_PER_TYPE = 10
+ATTRS_PER_PRODUCT = 3
+ATTRS_PER_GOAL = 2
+
+
+@dataclass(frozen=True)
+class ProductType:
+    key: str
+    category: str
+    query: str
+    product_category: str
+    noun: str
+    attributes: dict[str, str]  # attribute phrase -> a feature sentence stating it
+    options: dict[str, tuple[str, ...]]
+    price: tuple[float, float]
+    generic: tuple[str, ...]  # features every product of the type may list (no attributes)
+
+
+TYPES: tuple[ProductType, ...] = (
+    ProductType(
+        "shampoo", "beauty", "shampoo",
+        "Beauty & Personal Care › Hair Care › Shampoo & Conditioner › Shampoos",
+        "Shampoo",
+        {
+            "sulfate free": "Sulfate free formula that cleans without stripping natural oils.",
+            "paraben free": "Paraben free and made without harsh preservatives.",
+            "tea tree oil": "Infused with tea tree oil to soothe an itchy scalp.",
+            "for dry hair": "Made for dry hair that needs extra moisture.",
+            "hair growth": "Biotin blend that supports hair growth and thickness.",
+            "cruelty free": "Cruelty free: never tested on animals.",
+            "color safe": "Color safe cleansing that keeps dyed hair vibrant.",
+        },
+        {"size": ("8 fl oz", "12 fl oz", "16.9 fl oz", "33.8 fl oz"),
+         "scent": ("coconut", "eucalyptus", "citrus", "unscented")},
+        (7.0, 28.0),
+        ("Rich lather that rinses clean.", "Suitable for daily use by the whole family."),
+    ),
+    ProductType(
+        "moisturizer", "beauty", "face moisturizer",
+        "Beauty & Personal Care › Skin Care › Face › Creams & Moisturizers › Face Moisturizers",
+        "Face Moisturizer",
+        {
+            "hyaluronic acid": "Hyaluronic acid draws water into the skin for lasting hydration.",
+            "oil free": "Oil free texture that never feels greasy.",
+            "spf 30": "Broad spectrum spf 30 protection for daytime wear.",
+            "sensitive skin": "Gentle enough for sensitive skin.",
+            "fragrance free": "Fragrance free, with no added perfume.",
+            "anti aging": "Anti aging peptides smooth the look of fine lines.",
+            "vitamin c": "Brightening vitamin c evens out skin tone.",
+        },
+        {"size": ("1.7 fl oz", "2.5 fl oz", "3.4 fl oz")},
+        (9.0, 45.0),
+        ("Absorbs quickly and layers well under makeup.", "Dermatologist tested."),
+    ),
+    ProductType(
+        "running shoes", "fashion", "men's running shoes",
+        "Clothing, Shoes & Jewelry › Men › Shoes › Athletic › Running › Road Running",
+        "Men's Running Shoe",
+        {
+            "lightweight": "Lightweight build that weighs under ten ounces.",
+            "breathable mesh": "Breathable mesh upper keeps feet cool.",
+            "arch support": "Contoured insole with firm arch support.",
+            "non slip": "Non slip rubber outsole grips wet roads.",
+            "wide fit": "Roomy wide fit toe box.",
+            "memory foam": "Memory foam sockliner molds to your foot.",
+            "shock absorbing": "Shock absorbing midsole protects the joints.",
+        },
+        {"size": ("8", "8.5", "9", "9.5", "10", "10.5", "11", "12"),
+         "color": ("black", "white", "grey", "blue", "orange")},
+        (35.0, 120.0),
+        ("Padded collar and tongue.", "Pull tab at the heel for easy on and off."),
+    ),
+    ProductType(
+        "t-shirt", "fashion", "women's t-shirt",
+        "Clothing, Shoes & Jewelry › Women › Clothing › Tops, Tees & Blouses › T-Shirts",
+        "Women's T-Shirt",
+        {
+            "short sleeve": "Classic short sleeve cut.",
+            "crew neck": "Relaxed crew neck with ribbed trim.",
+            "cotton": "Soft ringspun cotton jersey knit.",
+            "machine wash": "Machine wash cold, tumble dry low.",
+            "loose fit": "Loose fit that drapes comfortably.",
+            "moisture wicking": "Moisture wicking fabric for workouts.",
+            "v neck": "Flattering v neck neckline.",
+        },
+        {"size": ("small", "medium", "large", "x-large"),
+         "color": ("black", "white", "pink", "green", "purple")},
+        (9.0, 30.0),
+        ("Tagless label for all-day comfort.", "Pairs with jeans, shorts or skirts."),
+    ),
+    ProductType(
+        "green tea", "grocery", "green tea bags",
+        "Grocery & Gourmet Food › Beverages › Coffee, Tea & Cocoa › Tea › Green Tea",
+        "Green Tea Bags",
+        {
+            "organic": "Certified organic leaves grown without synthetic pesticides.",
+            "decaf": "Decaf, naturally processed to remove caffeine.",
+            "gluten free": "Gluten free and kosher.",
+            "non gmo": "Non gmo project verified.",
+            "individually wrapped": "Each bag is individually wrapped for freshness.",
+            "sugar free": "Sugar free with zero calories.",
+            "high antioxidant": "High antioxidant catechins in every cup.",
+        },
+        {"flavor name": ("jasmine", "mint", "lemon ginger", "matcha"),
+         "size": ("20 count", "40 count", "100 count")},
+        (4.0, 22.0),
+        ("Steep two to three minutes in hot water.", "Enjoy hot or iced."),
+    ),
+    ProductType(
+        "trail mix", "grocery", "trail mix snack",
+        "Grocery & Gourmet Food › Snack Foods › Trail Mix",
+        "Trail Mix",
+        {
+            "high protein": "High protein blend to keep you going.",
+            "low sodium": "Low sodium recipe.",
+            "vegan": "Vegan, with no animal ingredients.",
+            "resealable bag": "Packed in a resealable bag.",
+            "dried fruit": "Mixed with chewy dried fruit.",
+            "dark chocolate": "Studded with dark chocolate chunks.",
+            "keto friendly": "Keto friendly, with few net carbs.",
+        },
+        {"flavor name": ("original", "sweet and salty", "tropical", "maple pecan"),
+         "size": ("1 pound", "2 pound", "6 pack")},
+        (6.0, 35.0),
+        ("Great for hiking, school lunches and road trips.", "Roasted in small batches."),
+    ),
+    ProductType(
+        "earbuds", "electronics", "wireless earbuds",
+        "Electronics › Headphones, Earbuds & Accessories › Headphones & Earbuds › Earbud Headphones",
+        "Wireless Earbuds",
+        {
+            "noise cancelling": "Active noise cancelling blocks background noise.",
+            "bluetooth 5.3": "Bluetooth 5.3 for a stable connection.",
+            "waterproof": "Waterproof design rated IPX7 for workouts in the rain.",
+            "long battery life": "Long battery life of up to 40 hours with the case.",
+            "wireless charging": "Case supports wireless charging pads.",
+            "built in microphone": "Built in microphone for clear calls.",
+            "touch control": "Touch control to play, pause and skip.",
+        },
+        {"color": ("black", "white", "navy", "beige")},
+        (19.0, 99.0),
+        ("Three sizes of ear tips included.", "Pairs automatically when the case opens."),
+    ),
+    ProductType(
+        "charging cable", "electronics", "usb c charging cable",
+        "Electronics › Computers & Accessories › Computer Accessories & Peripherals › Cables › USB Cables",
+        "USB C Charging Cable",
+        {
+            "fast charging": "Fast charging at up to 60 watts.",
+            "braided nylon": "Braided nylon jacket resists tangles.",
+            "data transfer": "Data transfer at 480 Mbps.",
+            "durable": "Durable connectors tested for 20,000 bends.",
+            "2 pack": "Comes as a 2 pack for home and office.",
+            "right angle": "Right angle plug for gaming and in-car use.",
+            "led indicator": "Led indicator lights up while charging.",
+        },
+        {"color": ("black", "white", "gold", "silver"),
+         "size": ("3 ft", "6 ft", "10 ft")},
+        (5.0, 25.0),
+        ("Works with phones, tablets and laptops.", "Aluminum connector housing."),
+    ),
+    ProductType(
+        "office chair", "home", "office chair",
+        "Home & Kitchen › Furniture › Home Office Furniture › Home Office Chairs › Home Office Desk Chairs",
+        "Office Chair",
+        {
+            "lumbar support": "Adjustable lumbar support for the lower back.",
+            "height adjustable": "Height adjustable seat with a gas lift.",
+            "swivel": "Smooth 360 degree swivel.",
+            "armrest": "Padded armrest on both sides.",
+            "easy assembly": "Easy assembly in about fifteen minutes.",
+            "high back": "High back design supports the shoulders.",
+            "heavy duty": "Heavy duty base holds up to 300 pounds.",
+        },
+        {"color": ("black", "grey", "white", "blue")},
+        (59.0, 250.0),
+        ("Quiet rolling casters for hard floors and carpet.", "Five-star steel base."),
+    ),
+    ProductType(
+        "pillow covers", "home", "throw pillow covers",
+        "Home & Kitchen › Bedding › Decorative Pillows, Inserts & Covers › Throw Pillow Covers",
+        "Throw Pillow Covers",
+        {
+            "set of 2": "Sold as a set of 2 covers.",
+            "hidden zipper": "Hidden zipper for a clean edge.",
+            "velvet": "Plush velvet face.",
+            "linen": "Textured linen blend.",
+            "farmhouse": "Farmhouse style for sofas and beds.",
+            "double sided": "Double sided print.",
+            "machine washable": "Machine washable on a gentle cycle.",
+        },
+        {"color": ("green", "yellow", "grey", "white", "orange"),
+         "size": ("16 x 16 inch", "18 x 18 inch", "20 x 20 inch")},
+        (8.0, 30.0),
+        ("Insert not included.", "Adds a cozy accent to any room."),
+    ),
+)
+
+#: Invented brand names (checked against attributes and option values by ``build``).
+BRANDS = (
+    "Alderbrook", "Bramwell", "Cobaltine", "Dunmore", "Everfield", "Fennick", "Glenhollow",
+    "Harrowgate", "Islay & Co", "Juniper Row", "Kestrel", "Larkspur Lane", "Marlowe",
+    "Northvale", "Oakhurst", "Pemberly", "Quillon", "Ravensworth", "Sablewood", "Thornbury",
+    "Umberfield", "Vantorra", "Westerly", "Yarrowby", "Zephyrine", "Ashcombe", "Brightwater",
+    "Calloway", "Driftmoor", "Elmstead",
+)
+TAGLINES = ("Everyday Essential", "Value Pack Edition", "Classic Series", "Signature Line",
+            "Studio Collection", "Home Favorite")
+LEADS = ("i am looking for", "i need", "find me", "i want to buy", "i would like",
+         "can you find")
+
+
+def _asin(type_index: int, product_index: int) -> str:
+    # "SYN" marks these as synthetic; 10 characters like a real ASIN.
+    return f"B0SYN{type_index:02d}{product_index:03d}"
+
+
+def _article(word: str) -> str:
+    return "an" if word[0] in "aeiou" else "a"
+
+
+def _make_product(rng: random.Random, t_index: int, p_index: int, t: ProductType,
+                  brand: str) -> tuple[dict[str, Any], list[str], dict[str, list[str]]]:
+    attrs = rng.sample(sorted(t.attributes), ATTRS_PER_PRODUCT)
+    options = {
+        name: sorted(rng.sample(values, rng.randint(2, min(4, len(values)))),
+                     key=values.index)
+        for name, values in t.options.items()
+    }
+    title = f"{brand} {attrs[0].title()} {t.noun}, {rng.choice(TAGLINES)}"
+    description = (
+        f"The {brand} {t.noun.lower()} is {attrs[0]}, {attrs[1]} and {attrs[2]}. "
+        f"{t.generic[0]}"
+    )
+    bullets = [t.attributes[a] for a in attrs] + list(t.generic)
+    lo, hi = t.price
+    price = round(rng.uniform(lo, hi), 2)
+    if rng.random() < 0.1:
+        high = round(price * rng.uniform(1.1, 1.4), 2)
+        pricing = f"${price:.2f} - ${high:.2f}"
+    else:
+        pricing = f"${price:.2f}"
+    asin = _asin(t_index, p_index)
+    product = {
+        "asin": asin,
+        "name": title,
+        "full_description": description,
+        "small_description": bullets,
+        "pricing": pricing,
+        "images": [f"synthetic://{asin}.jpg"],
+        "query": t.query,
+        "category": t.category,
+        "product_category": t.product_category,
+        "customization_options": {
+            name: [{"value": v, "image": None} for v in values]
+            for name, values in options.items()
+        },
+        "brand": brand,
+        "product_information": {"note": "synthetic product, not WebShop data"},
+    }
+    return product, attrs, options
+
+
+def _make_goal(rng: random.Random, t: ProductType, attrs: list[str],
+               options: dict[str, list[str]]) -> dict[str, Any]:
+    wanted = sorted(rng.sample(attrs, ATTRS_PER_GOAL), key=attrs.index)
+    chosen = {name: rng.choice(values) for name, values in options.items()}
+    noun = t.noun.lower()
+    lead = rng.choice(LEADS)
+    phrase = (
+        f"{_article(wanted[0])} {wanted[0]} and {wanted[1]} {noun}"
+        if rng.random() < 0.5
+        else f"{_article(noun)} {noun} that is {wanted[0]} and {wanted[1]}"
+    )
+    option_text = ", and ".join(f"{name}: {value}" for name, value in chosen.items())
+    instruction = f"{lead} {phrase} with {option_text}"
+    return {
+        "instruction": instruction,
+        "instruction_attributes": wanted,
+        "instruction_options": list(chosen.values()),
+    }
+
+
+def _reviews(rng: random.Random, asin: str, noun: str) -> dict[str, Any]:
+    stars = [rng.choice((3, 4, 4, 5, 5)) for _ in range(2)]
+    texts = ("Does what it says.", "Good value for the price.", "Would buy again.",
+             "Arrived quickly and works well.")
+    return {
+        "asin": asin,
+        "average_rating": round(sum(stars) / len(stars), 1),
+        "reviews": [
+            {"title": f"Nice {noun.lower()}", "stars": float(s), "review": rng.choice(texts)}
+            for s in stars
+        ],
+    }
+
+
+def build() -> dict[str, Any]:
+    """The four files' contents (products, attributes, human instructions, reviews), checked."""
+    rng = random.Random(SEED)
+    products, attributes, human, reviews = [], {}, {}, []
+    brands = list(BRANDS)
+    for t_index, t in enumerate(TYPES):
+        type_brands = rng.sample(brands, PRODUCTS_PER_TYPE)
+        for p_index in range(PRODUCTS_PER_TYPE):
+            product, attrs, options = _make_product(rng, t_index, p_index, t,
+                                                    type_brands[p_index])
+            goal = _make_goal(rng, t, attrs, options)
+            asin = product["asin"]
+            products.append(product)
+            attributes[asin] = {
+                "attributes": attrs,
+                "instruction": goal["instruction"],
+                "instruction_attributes": goal["instruction_attributes"],
+            }
+            human[asin] = [{**goal, "asin": asin, "assignment_id": f"synthetic-{asin}"}]
+            reviews.append(_reviews(rng, asin, t.noun))
+    rng.shuffle(products)  # items_shuffle: the original file is shuffled too
+    files = {
+        "products": products,
+        "attributes": attributes,
+        "human_instructions": human,
+        "reviews": reviews,
+    }
+    _check_texts(files)
+    return files
+
+
+def _check_texts(files: dict[str, Any]) -> None:
+    by_query = {t.query: t for t in TYPES}
+    for p in files["products"]:
+        t = by_query[p["query"]]
+        text = " ".join([p["name"], p["full_description"], *p["small_description"]]).lower()
+        own = set(files["attributes"][p["asin"]]["attributes"])
+        for attr in t.attributes:
+            if attr not in own and attr in text:
+                raise AssertionError(f"{p['asin']}: text mentions attribute {attr!r} it lacks")
+        for values in t.options.values():
+            for value in values:
+                if value in text:
+                    raise AssertionError(f"{p['asin']}: text mentions option value {value!r}")
+
+
+def _dump(obj: Any) -> str:
+    return json.dumps(obj, indent=1, ensure_ascii=False, sort_keys=False) + "\n"
+
+
+def write(out: Path) -> dict[str, Path]:
+    """Write the files under ``out`` and check every goal's gold path earns reward 1."""
+    from smcplan.envs.webshop.catalog import SYNTHETIC_FILES, SYNTHETIC_SPLITS, load_catalog
+    from smcplan.envs.webshop.env import WebShopEnv
+
+    out.mkdir(parents=True, exist_ok=True)
+    files = build()
+    paths = {}
+    for key, name in SYNTHETIC_FILES.items():
+        paths[key] = out / name
+        paths[key].write_text(_dump(files[key]), encoding="utf-8")
+    catalog = load_catalog(paths["products"], paths["attributes"], paths["human_instructions"],
+                           paths["reviews"], name="synthetic", synthetic=True,
+                           splits=SYNTHETIC_SPLITS)
+    env = WebShopEnv(catalog)
+    for index in range(len(catalog.goals)):
+        env.reset(index)
+        reward = env.check_gold()
+        if reward != 1.0:
+            raise AssertionError(f"goal {index}: gold path earns {reward}, not 1.0")
+    return paths
+
+
+def main(argv: list[str] | None = None) -> int:
+    from smcplan.envs.webshop.catalog import DATA_DIR, SYNTHETIC_FILES
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=DATA_DIR, help="output folder")
+    parser.add_argument("--check", action="store_true",
+                        help="compare with the shipped files instead of writing them")
+    args = parser.parse_args(argv)
+    if args.check:
+        with tempfile.TemporaryDirectory() as tmp:
+            fresh = write(Path(tmp))
+            stale = [name for key, name in SYNTHETIC_FILES.items()
+                     if not (DATA_DIR / name).exists()
+                     or (DATA_DIR / name).read_bytes() != fresh[key].read_bytes()]
+        if stale:
+            print(f"shipped synthetic catalog differs from the generator: {', '.join(stale)}")
+            return 1
+        print("shipped synthetic catalog matches the generator")
+        return 0
+    paths = write(args.out)
+    for p in paths.values():
+        print(p)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
