@@ -43,14 +43,11 @@ def preserved_globals(seed: int | None = None) -> Iterator[None]:
         sys.argv[:] = argv
 
 
-def make_tw_env(expert: bool = False, fast: bool = True) -> Any:
-    """A fresh ``PddlEnv`` with ALFWorld's wrappers (and the hand-coded expert if ``expert``).
-
-    ``fast`` installs :mod:`~smcplan.envs.alfworld_gen.speedups` (same outputs, faster).
-    """
+def make_tw_env(expert: bool = False) -> Any:
+    """A fresh ``PddlEnv`` with ALFWorld's wrappers (and the hand-coded expert if ``expert``),
+    with :mod:`~smcplan.envs.alfworld_gen.speedups` in place unless they were turned off."""
     textworld, PddlEnv, AlfredDemangler, AlfredInfos, AlfredExpert = _deps.tw_modules()
-    if fast:
-        speedups.install()
+    speedups.ensure()
     extras = ["gamefile"] + (["expert_plan"] if expert else [])
     infos = textworld.EnvInfos(admissible_commands=True, won=True, extras=extras)
     env = AlfredInfos(AlfredDemangler(PddlEnv(infos), shuffle=False))

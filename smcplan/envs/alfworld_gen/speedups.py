@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -30,6 +31,8 @@ from typing import Any
 
 _LOCK = threading.Lock()
 _ORIGINALS: dict[str, Any] = {}
+# Engines call ensure(); uninstall() (or SMCPLAN_ALFWORLD_SPEEDUPS=0) keeps them off.
+_WANTED = os.environ.get("SMCPLAN_ALFWORLD_SPEEDUPS", "1") != "0"
 
 
 class _Memo:
@@ -55,8 +58,17 @@ def installed() -> bool:
     return bool(_ORIGINALS)
 
 
+def ensure() -> None:
+    """Install the memoised functions unless :func:`uninstall` (or the environment variable
+    ``SMCPLAN_ALFWORLD_SPEEDUPS=0``) turned them off; called whenever an engine is built."""
+    if _WANTED:
+        install()
+
+
 def install() -> None:
     """Install the memoised engine functions (idempotent)."""
+    global _WANTED
+    _WANTED = True
     import fast_downward
     import textworld.envs.pddl.textgen as textgen
     import textworld.logic as twlogic
@@ -99,7 +111,9 @@ def install() -> None:
 
 
 def uninstall() -> None:
-    """Restore TextWorld's and fast-downward's own functions (idempotent)."""
+    """Restore TextWorld's and fast-downward's own functions, and keep them (idempotent)."""
+    global _WANTED
+    _WANTED = False
     import fast_downward
     import textworld.envs.pddl.textgen as textgen
     import textworld.logic as twlogic
