@@ -20,6 +20,7 @@ This module must not import torch, transformers, outlines or jax, nor anything f
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections import deque
 from collections.abc import Iterable
@@ -120,6 +121,7 @@ def retrieve(
     d_other = _bfs(kg, other_seeds, k)
 
     facts = kg._facts
+    task_hops, other_hops = d_task.get, d_other.get
     keyed: dict[Triplet, tuple[int, int, int, int, int]] = {}
     for node in set(d_task) | set(d_other):
         for bucket in (kg._by_subject.get(node), kg._by_object.get(node)):
@@ -127,14 +129,11 @@ def retrieve(
                 if t in keyed:
                     continue
                 p = facts[t]
-                keyed[t] = (
-                    min(d_task.get(t.subject, _INF), d_task.get(t.object, _INF)),
-                    min(d_other.get(t.subject, _INF), d_other.get(t.object, _INF)),
-                    -p.step,
-                    -SOURCE_RANK[p.source],
-                    p.seq,
-                )
-    out = sorted(keyed, key=keyed.__getitem__)[:limit]
+                a, b = task_hops(t.subject, _INF), task_hops(t.object, _INF)
+                c, d = other_hops(t.subject, _INF), other_hops(t.object, _INF)
+                keyed[t] = (a if a < b else b, c if c < d else d, -p.step,
+                            -SOURCE_RANK[p.source], p.seq)
+    out = heapq.nsmallest(limit, keyed, key=keyed.__getitem__)
     if fill and len(out) < limit:
         rest = sorted(
             ((t, p) for t, p in facts.items() if t not in keyed),
