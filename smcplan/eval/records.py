@@ -65,8 +65,9 @@ STEP_FIELDS = (
     "won",
     "invalid",  # info["invalid"]: the environment rejected the action
     "admissible",  # the action was one of the admissible actions offered
-    "llm_calls",  # from meta (0 when the agent reports none)
-    "llm_tokens",
+    "llm_calls",  # measured from lm.usage around agent.act; else from meta (0 if none)
+    "llm_tokens",  # prompt + generated + scored tokens (same sources)
+    "llm_usage",  # the lm.usage delta of this step, or null without a language model
     "agent_s",  # wall time of agent.act
     "env_s",  # wall time of env.step
 )
@@ -93,6 +94,7 @@ EPISODE_FIELDS = (
     "truncated",  # the final trial hit max_steps without done
     "trials",  # [{trial, won, score, steps, return, truncated}]
     "stats",  # smcplan.eval.metrics.EpisodeStats as a dict
+    "llm_usage",  # lm.usage delta over the whole episode (incl. reset/end_episode), or null
     "wall_s",
     "started_at",
     "finished_at",

@@ -254,6 +254,29 @@ def _number(x: float) -> int | float:
     return int(x) if float(x).is_integer() else x
 
 
+def _usage(lm: Any) -> dict[str, int] | None:
+    """The language model's cumulative counters (``LanguageModel.usage``), or None."""
+    usage = getattr(lm, "usage", None)
+    as_dict = getattr(usage, "as_dict", None)
+    return dict(as_dict()) if callable(as_dict) else None
+
+
+def _usage_delta(before: dict[str, int] | None, lm: Any) -> dict[str, int] | None:
+    after = _usage(lm)
+    if before is None or after is None:
+        return None
+    return {k: int(after.get(k, 0)) - int(before.get(k, 0)) for k in after}
+
+
+def reseed_lm(lm: Any, seed: int) -> bool:
+    """Restart the model's own stream of per-call seeds (``lm.reseed(seed)``) if it has one."""
+    reseed = getattr(lm, "reseed", None)
+    if callable(reseed):
+        reseed(seed)
+        return True
+    return False
+
+
 def _admissible(env: Any, info: dict[str, Any]) -> list[str]:
     actions = info.get("admissible_actions")
     if actions is None:
@@ -289,10 +312,13 @@ def run_episode(
     episode_id: str,
     log: EpisodeLog,
     progress: _Progress | None = None,
+    lm: Any = None,
 ) -> EpisodeLog:
     """Play ``trials`` trials (stopping at the first win) of one episode; write each step.
 
-    Fills ``log`` as it goes. Raises ``_EpisodeFailed`` tagged with the failing side (``env`` or
+    Fills ``log`` as it goes. With ``lm`` (a ``LanguageModel``), each step's LLM calls and tokens
+    are measured from ``lm.usage`` around ``agent.act`` (tokens = prompt + generated + scored);
+    otherwise they come from the agent's ``meta["llm_calls"]``/``meta["llm_tokens"]``. Raises ``_EpisodeFailed`` tagged with the failing side (``env`` or
     ``agent``) on any exception from either.
     """
     progress = progress or _Progress()
@@ -318,6 +344,7 @@ def run_episode(
             False,
         )
         for t in range(max_steps):
+            usage0 = _usage(lm)
             t0 = time.perf_counter()
             try:
                 step = agent.act(obs, actions, info)
@@ -331,7 +358,14 @@ def run_episode(
             except Exception as exc:  # noqa: BLE001
                 raise _EpisodeFailed("env", exc) from exc
             t2 = time.perf_counter()
+            usage = _usage_delta(usage0, lm)
             meta = dict(step.meta or {})
+            if usage is None:
+                calls = _number(step_count({"meta": meta}, "llm_calls"))
+                tokens = _number(step_count({"meta": meta}, "llm_tokens"))
+            else:
+                calls = usage.get("calls", 0)
+                tokens = sum(v for k, v in usage.items() if k.endswith("_tokens"))
             score = float(next_info.get("score", score) or 0.0)
             won = bool(next_info.get("won", False))
             truncated = bool(next_info.get("truncated", False))
@@ -354,8 +388,9 @@ def run_episode(
                 "won": won,
                 "invalid": bool(next_info.get("invalid", False)),
                 "admissible": step.action in actions,
-                "llm_calls": _number(step_count({"meta": meta}, "llm_calls")),
-                "llm_tokens": _number(step_count({"meta": meta}, "llm_tokens")),
+                "llm_calls": calls,
+                "llm_tokens": tokens,
+                "llm_usage": usage,
                 "agent_s": t1 - t0,
                 "env_s": t2 - t1,
             }
@@ -625,6 +660,8 @@ def _run_one(
     episode_id = spec.id
     agent_seed = episode_seed(config.seed, episode_id)
     seed_everything(agent_seed)
+    reseed_lm(lm, agent_seed)
+    usage0 = _usage(lm)
     started, t0 = _now(), time.perf_counter()
     bars.start_episode(spec)
     log = EpisodeLog()
@@ -650,6 +687,7 @@ def _run_one(
                 episode_id=episode_id,
                 log=log,
                 progress=_Progress(on_step=bars.on_step, on_trial_start=bars.on_trial_start),
+                lm=lm,
             )
         except _EpisodeFailed as failed:
             error = _error(failed.source, failed.exc)
@@ -695,6 +733,7 @@ def _run_one(
         "truncated": bool(last["truncated"]),
         "trials": trials,
         "stats": stats.to_dict(),
+        "llm_usage": _usage_delta(usage0, lm),
         "wall_s": time.perf_counter() - t0,
         "started_at": started,
         "finished_at": _now(),
