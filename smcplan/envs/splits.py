@@ -1,0 +1,169 @@
+"""Fixed evaluation splits: which (env, task, seed) episodes make up ``dev`` and ``test``.
+
+``dev`` is for development (tuning prompts, hyper-parameters); ``test`` is for reporting.  Both
+are drawn only from the benchmarks' own held-out folds, never from training data, and are fixed
+lists (this module is their definition; ``docs/envs.md`` prints them):
+
+==============  ==========================================  ===================================
+benchmark       dev                                         test
+==============  ==========================================  ===================================
+TextWorldExp.   8 games x dev-fold seeds 10000-10004 (40)   8 games x test-fold seeds
+                                                            20000-20009 (80)
+ScienceWorld    30 tasks x 2 dev variations (60)            30 tasks x 5 test variations (149)
+ALFWorld        6 task types x seeds 100-102 on ALFRED's    6 task types x seeds 0-9 on the
+                training scenes, ``split="train"`` (18)     held-out scenes, ``split="test"``
+                                                            (60)
+WebShop         synthetic catalog goals 50-74 (25)          synthetic catalog goals 0-49 (50)
+==============  ==========================================  ===================================
+
+ScienceWorld variations are spread evenly over each task's dev/test list (the lists order
+variations by their parameters, e.g. the substance, so the first few would all be alike):
+pick ``k`` of ``n`` variations as ``list[floor(i n / k)]`` for ``i < k``; a task whose test list
+is shorter than 5 (identify-life-stages-2: 4) contributes all of it.  The variation ranges
+below are the simulator's (scienceworld 1.2.3), checked against it in the tests.
+
+ALFWorld games are generated offline by ``smcplan.envs.alfworld_gen`` (ALFWorld-engine games,
+NOT the official ALFWorld evaluation set).  WebShop goals index the shipped SYNTHETIC catalog
+(``smcplan.envs.webshop.catalog.SYNTHETIC_SPLITS``; not WebShop's data); with the real files
+the WebShop baselines' split is goals 0-499 test, 500-1499 dev (``WebShopEnv(split=...)``).
+
+Each entry is a ``SplitEntry(env, seed, task, env_kwargs)``: the harness builds
+``smcplan.envs.make(env, **env_kwargs)`` and calls ``reset(seed)``.
+
+Pure Python; imports only the adapters' name tables (no benchmark package, no JVM).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from smcplan.envs.base import unknown_choice
+from smcplan.envs.scienceworld import TASKS as SCIENCEWORLD_TASKS
+from smcplan.envs.textworld_express import FOLDS as TWX_FOLDS
+from smcplan.envs.textworld_express import GAMES as TWX_GAMES
+
+__all__ = [
+    "SplitEntry",
+    "SPLITS",
+    "get_split",
+    "split_summary",
+    "SCIENCEWORLD_VARIATIONS",
+    "spread",
+]
+
+SPLITS = ("dev", "test")
+
+ALFWORLD_TASK_TYPES = (
+    "pick_and_place",
+    "pick_clean_then_place",
+    "pick_heat_then_place",
+    "pick_cool_then_place",
+    "look_at_obj_in_light",
+    "pick_two_obj_and_place",
+)
+
+#: task -> ((dev start, dev stop), (test start, test stop)): the simulator's variation ranges.
+SCIENCEWORLD_VARIATIONS: dict[str, tuple[tuple[int, int], tuple[int, int]]] = {
+    "boil": ((14, 21), (21, 30)),
+    "melt": ((14, 21), (21, 30)),
+    "freeze": ((14, 21), (21, 30)),
+    "change-the-state-of-matter-of": ((14, 21), (21, 30)),
+    "use-thermometer": ((270, 405), (405, 540)),
+    "measure-melting-point-known-substance": ((218, 327), (327, 436)),
+    "measure-melting-point-unknown-substance": ((150, 225), (225, 300)),
+    "power-component": ((10, 15), (15, 20)),
+    "power-component-renewable-vs-nonrenewable-energy": ((10, 15), (15, 20)),
+    "test-conductivity": ((450, 675), (675, 900)),
+    "test-conductivity-of-unknown-substances": ((300, 450), (450, 600)),
+    "find-living-thing": ((150, 225), (225, 300)),
+    "find-non-living-thing": ((150, 225), (225, 300)),
+    "find-plant": ((150, 225), (225, 300)),
+    "find-animal": ((150, 225), (225, 300)),
+    "grow-plant": ((62, 93), (93, 126)),
+    "grow-fruit": ((62, 93), (93, 126)),
+    "chemistry-mix": ((16, 24), (24, 32)),
+    "chemistry-mix-paint-secondary-color": ((18, 27), (27, 36)),
+    "chemistry-mix-paint-tertiary-color": ((18, 27), (27, 36)),
+    "lifespan-longest-lived": ((62, 93), (93, 125)),
+    "lifespan-shortest-lived": ((62, 93), (93, 125)),
+    "lifespan-longest-lived-then-shortest-lived": ((62, 93), (93, 125)),
+    "identify-life-stages-1": ((6, 9), (9, 14)),
+    "identify-life-stages-2": ((4, 6), (6, 10)),
+    "inclined-plane-determine-angle": ((84, 126), (126, 168)),
+    "inclined-plane-friction-named-surfaces": ((692, 1038), (1038, 1386)),
+    "inclined-plane-friction-unnamed-surfaces": ((80, 120), (120, 162)),
+    "mendelian-genetics-known-plant": ((60, 90), (90, 120)),
+    "mendelian-genetics-unknown-plant": ((240, 360), (360, 480)),
+}
+
+#: episodes per game / task / task type and split
+TWX_PER_GAME = {"dev": 5, "test": 10}
+SCIENCEWORLD_PER_TASK = {"dev": 2, "test": 5}
+ALFWORLD_SEEDS = {"dev": range(100, 103), "test": range(0, 10)}
+ALFWORLD_SCENES = {"dev": "train", "test": "test"}
+WEBSHOP_GOALS = {"dev": range(50, 75), "test": range(0, 50)}
+
+
+@dataclass(frozen=True)
+class SplitEntry:
+    """One episode: ``make(env, **env_kwargs).reset(seed)``; ``task`` is a readable label."""
+
+    env: str
+    seed: int
+    task: str | None = None
+    env_kwargs: dict[str, Any] = field(default_factory=dict, hash=False)
+
+
+def spread(values: list[int] | range, k: int) -> list[int]:
+    """``k`` values spread evenly over ``values``: ``values[floor(i n / k)]``, ``i < k``."""
+    values = list(values)
+    k = min(k, len(values))
+    return [values[(i * len(values)) // k] for i in range(k)]
+
+
+def _twx(split: str) -> list[SplitEntry]:
+    start = TWX_FOLDS[split].start
+    return [
+        SplitEntry(f"twx:{game}", start + i, game)
+        for game in TWX_GAMES
+        for i in range(TWX_PER_GAME[split])
+    ]
+
+
+def _scienceworld(split: str) -> list[SplitEntry]:
+    entries = []
+    for task in SCIENCEWORLD_TASKS:
+        dev, test = SCIENCEWORLD_VARIATIONS[task]
+        lo, hi = dev if split == "dev" else test
+        for variation in spread(range(lo, hi), SCIENCEWORLD_PER_TASK[split]):
+            entries.append(SplitEntry(f"scienceworld:{task}", variation, task))
+    return entries
+
+
+def _alfworld(split: str) -> list[SplitEntry]:
+    return [
+        SplitEntry(f"alfworld:{t}", seed, t, {"split": ALFWORLD_SCENES[split]})
+        for t in ALFWORLD_TASK_TYPES
+        for seed in ALFWORLD_SEEDS[split]
+    ]
+
+
+def _webshop(split: str) -> list[SplitEntry]:
+    return [SplitEntry("webshop", goal, "synthetic catalog") for goal in WEBSHOP_GOALS[split]]
+
+
+def get_split(name: str) -> list[SplitEntry]:
+    """All entries of split ``name`` (``dev`` or ``test``), grouped by benchmark."""
+    if name not in SPLITS:
+        raise unknown_choice("split", name, SPLITS)
+    return _twx(name) + _scienceworld(name) + _alfworld(name) + _webshop(name)
+
+
+def split_summary(name: str) -> dict[str, int]:
+    """Number of episodes per benchmark in split ``name``."""
+    counts: dict[str, int] = {}
+    for entry in get_split(name):
+        family = entry.env.split(":", 1)[0]
+        counts[family] = counts.get(family, 0) + 1
+    return counts
