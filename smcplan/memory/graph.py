@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from smcplan.memory._pmap import CowIndex, CowMap
+from smcplan.memory.extract._common import Extraction
 from smcplan.memory.predicates import DEFAULT_PREDICATES, LOCATION_SLOT, PredicateTable
 from smcplan.memory.triplet import (
     SOURCE_RANK,
@@ -40,8 +41,6 @@ from smcplan.memory.triplet import (
 
 if TYPE_CHECKING:
     import networkx as nx
-
-    from smcplan.memory.extract import Extraction
 
 __all__ = ["KnowledgeGraph", "UpdateReport"]
 
@@ -340,8 +339,8 @@ class KnowledgeGraph:
         only appended.
         """
         closed_set: set[str] = {normalize_text(c) for c in closed}
-        if hasattr(triplets, "closed") and hasattr(triplets, "triplets"):
-            closed_set |= set(triplets.closed)  # an Extraction
+        if isinstance(triplets, Extraction):
+            closed_set |= triplets.closed
             triplets = triplets.triplets
         source = check_source(source)  # type: ignore[assignment]
         step = self._step if step is None else int(step)
@@ -436,7 +435,7 @@ class KnowledgeGraph:
     ) -> UpdateReport:
         """Rule-based extraction of ``observation`` then :meth:`update`; the agent's location
         from the graph resolves relative phrases ("The door is now open.")."""
-        from smcplan.memory.extract import extract_triplets
+        from smcplan.memory.extract import extract_triplets  # the dispatcher and its parsers
 
         here = self.location_of("agent")
         extraction = extract_triplets(observation, action, env_kind=env_kind, location=here)
