@@ -1,0 +1,204 @@
+"""What a language agent shows its model: task, memory (history, KG facts or a belief summary),
+notes (feedback, reflections) and the current observation, cut to a token budget.
+
+The model's window ``W`` (``max_position_embeddings``) bounds everything; the history gets
+
+    B_hist = min(history_tokens, W - reserve_tokens)
+
+tokens, where ``reserve_tokens`` keeps room for the role's template, the admissible actions and
+the answer. :meth:`History.render` keeps the *newest* turns whose token counts sum to at most
+``B_hist`` (ReAct, Yao et al. 2023, keeps the trajectory in context and drops the oldest part when
+it no longer fits) and says how many older turns it left out.
+
+:class:`Context` is one step's view; the roles take it in two shapes:
+
+* :meth:`Context.for_proposal` — the text of the proposal role's ``observation`` slot (the role
+  gets the retrieved triplets in its own slot);
+* :meth:`Context.situation` — one block with every section, for the roles with a ``context``
+  slot (reflection, critic, observation model, RLAW actor).
+
+Imports nothing from ``smcplan.llm`` (the token counter only needs ``lm.encode_continuation``),
+nor ``smcplan.eval`` / ``smcplan.cli``.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "Turn",
+    "History",
+    "Context",
+    "TokenCounter",
+    "model_window",
+    "history_budget",
+    "clip_text",
+]
+
+#: Window assumed when the model's config does not say (SmolLM2-135M has 8192).
+DEFAULT_WINDOW = 2048
+
+
+def model_window(lm: Any) -> int:
+    """The model's context window ``W`` in tokens (``max_position_embeddings`` of its config)."""
+    config = getattr(getattr(lm, "model", None), "config", None)
+    window = getattr(config, "max_position_embeddings", None)
+    return int(window) if isinstance(window, int) and window > 0 else DEFAULT_WINDOW
+
+
+def history_budget(lm: Any, history_tokens: int, reserve_tokens: int) -> int:
+    """``B_hist = min(history_tokens, W - reserve_tokens)`` (at least 0); see the module docstring."""
+    if history_tokens < 0 or reserve_tokens < 0:
+        raise ValueError(
+            f"history_tokens and reserve_tokens must be >= 0; got {history_tokens}, {reserve_tokens}"
+        )
+    return max(0, min(int(history_tokens), model_window(lm) - int(reserve_tokens)))
+
+
+class TokenCounter:
+    """``counter(text) -> number of tokens`` with the model's tokenizer, memoised (LRU).
+
+    Without a model (``lm=None``) it counts whitespace-separated words, an upper-bound proxy used
+    only by tests that run without a tokenizer.
+    """
+
+    def __init__(self, lm: Any = None, cache_size: int = 4096) -> None:
+        self._encode: Callable[[str], Sequence[int]] | None = (
+            getattr(lm, "encode_continuation", None) if lm is not None else None
+        )
+        self._cache: OrderedDict[str, int] = OrderedDict()
+        self._size = cache_size
+
+    def __call__(self, text: str) -> int:
+        hit = self._cache.get(text)
+        if hit is not None:
+            self._cache.move_to_end(text)
+            return hit
+        n = len(self._encode(text)) if self._encode is not None else len(text.split())
+        self._cache[text] = n
+        if len(self._cache) > self._size:
+            self._cache.popitem(last=False)
+        return n
+
+
+def clip_text(text: str, max_chars: int) -> str:
+    """``text`` cut to ``max_chars`` characters (with " ..." when cut); whitespace collapsed."""
+    flat = " ".join(text.split())
+    if max_chars <= 0 or len(flat) <= max_chars:
+        return flat
+    return flat[: max(0, max_chars - 4)].rstrip() + " ..."
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One executed action and the observation the environment answered with."""
+
+    action: str
+    observation: str
+
+    def render(self, max_chars: int) -> str:
+        return f"> {self.action}\n{clip_text(self.observation, max_chars)}"
+
+
+class History:
+    """The episode so far: the first observation, then one :class:`Turn` per executed action."""
+
+    def __init__(self, max_observation_chars: int = 400) -> None:
+        self.max_observation_chars = int(max_observation_chars)
+        self.initial = ""
+        self.turns: list[Turn] = []
+
+    def reset(self, observation: str) -> None:
+        self.initial = observation
+        self.turns = []
+
+    def add(self, action: str, observation: str) -> None:
+        self.turns.append(Turn(action, observation))
+
+    def __len__(self) -> int:
+        return len(self.turns)
+
+    def actions(self) -> list[str]:
+        return [t.action for t in self.turns]
+
+    def render(self, budget_tokens: int, count: Callable[[str], int], last: int | None = None) -> str:
+        """The newest turns that fit in ``budget_tokens`` (oldest dropped first), one per block.
+
+        ``last`` caps the number of turns considered (``None``: all). The first observation is
+        included when every turn fits and room is left; a line "(k earlier steps not shown)"
+        marks a cut. Returns ``""`` when nothing fits or nothing happened yet.
+        """
+        turns = self.turns if last is None else self.turns[max(0, len(self.turns) - last) :]
+        blocks: list[str] = []
+        used = 0
+        for turn in reversed(turns):
+            text = turn.render(self.max_observation_chars)
+            cost = count(text) + 1
+            if used + cost > budget_tokens:
+                break
+            blocks.append(text)
+            used += cost
+        shown = len(blocks)
+        omitted = len(self.turns) - shown
+        if omitted == 0 and self.initial:
+            start = "(start)\n" + clip_text(self.initial, self.max_observation_chars)
+            if used + count(start) + 1 <= budget_tokens:
+                blocks.append(start)
+        if shown and omitted:
+            blocks.append(f"({omitted} earlier steps not shown)")
+        return "\n".join(reversed(blocks))
+
+
+@dataclass
+class Context:
+    """One step's view for the model roles (see the module docstring for the two shapes).
+
+    ``triplets``: retrieved facts ``(subject, relation, object)`` (KG context), ``history``:
+    the rendered history (history context), ``belief``: a belief summary (ABBEL-style context),
+    ``notes``: extra lines (reflection feedback, Reflexion memories, critiques), newest last.
+    """
+
+    task: str
+    observation: str
+    triplets: list[tuple[str, str, str]] = field(default_factory=list)
+    history: str = ""
+    belief: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    def with_notes(self, notes: Sequence[str]) -> Context:
+        """A copy with ``notes`` appended (the original is not changed)."""
+        return Context(
+            self.task,
+            self.observation,
+            list(self.triplets),
+            self.history,
+            self.belief,
+            [*self.notes, *notes],
+        )
+
+    def _sections(self, facts: bool) -> list[str]:
+        out = []
+        if facts and self.triplets:
+            out.append("Known facts:\n" + "\n".join(f"- {s} {r} {o}" for s, r, o in self.triplets))
+        if self.belief:
+            out.append("What you believe:\n" + self.belief)
+        if self.history:
+            out.append("What happened so far:\n" + self.history)
+        if self.notes:
+            out.append("Notes:\n" + "\n".join(f"- {n}" for n in self.notes))
+        return out
+
+    def for_proposal(self) -> str:
+        """The proposal role's ``observation`` text: belief, history and notes, then the current
+        observation (the facts go to the role's own triplet slot)."""
+        sections = self._sections(facts=False)
+        if not sections:
+            return self.observation
+        return "\n".join([*sections, "Current observation:\n" + self.observation])
+
+    def situation(self) -> str:
+        """Everything as one block (facts included) for roles with a ``context`` slot."""
+        return "\n".join([*self._sections(facts=True), "Current observation:\n" + self.observation])

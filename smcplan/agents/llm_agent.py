@@ -1,0 +1,333 @@
+"""The base class of the language-model agents: one step loop, one record, one way to choose.
+
+Every LLM agent (ReAct, NeSyFS, Reflexion, RLAW, RLVMR, zero-shot) is an :class:`LLMAgent` plus a
+:meth:`~LLMAgent.decide` method; the base class does everything they share, so that no agent
+carries its own prompt loop.
+
+Imports ``smcplan.llm`` (roles, lazily), ``smcplan.memory`` and ``smcplan.planning`` through its
+siblings; never ``smcplan.eval`` or ``smcplan.cli``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from smcplan.agents.base import Step
+from smcplan.agents.beliefs import (
+    CONTEXTS,
+    BeliefSummarizer,
+    HistoryBelief,
+    KGBelief,
+    SummaryBelief,
+)
+from smcplan.agents.context import Context, History, TokenCounter, history_budget
+from smcplan.agents.extractors import Extractor
+from smcplan.agents.record import StepRecord, UsageMeter, clean_text
+
+__all__ = ["LLMAgent", "Decision", "Candidate", "Judgement", "Outcome", "AgentError"]
+
+
+class AgentError(RuntimeError):
+    """An agent broke its contract (e.g. chose an action outside the admissible set)."""
+
+
+class Decision(NamedTuple):
+    """What :meth:`LLMAgent.decide` returns: the action to execute, a thought and a tag."""
+
+    action: str
+    thought: str = ""
+    tag: str | None = None
+
+
+@dataclass
+class Candidate:
+    """A proposed action before it is judged: the proposer's thought and log-probabilities
+    (``None`` when the proposer has none) and anything else worth recording in ``info``."""
+
+    action: str
+    thought: str = ""
+    logq: float | None = None
+    logp: float | None = None
+    source: str = "proposal"
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Judgement:
+    """A judge's verdict on a :class:`Candidate`: ``accept``, a ``score`` (higher is better; the
+    yes-fraction of a reflection, the critique score of a critic), the ``reason`` fed back to
+    the next proposal, the judge's name ``by`` and extra fields for the record."""
+
+    accept: bool
+    score: float
+    reason: str
+    by: str
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Outcome:
+    """Result of :meth:`LLMAgent.generate_and_test`: the accepted candidate (``None`` when all
+    were rejected) and every (candidate, judgement) pair in order."""
+
+    accepted: Candidate | None
+    tried: list[tuple[Candidate, Judgement]]
+
+    def best(self) -> Candidate:
+        """The tried candidate with the highest score (the first among equals)."""
+        if not self.tried:
+            raise AgentError("no candidate was proposed")
+        return max(self.tried, key=lambda cj: cj[1].score)[0]
+
+
+class LLMAgent:
+    r"""A language agent on the shared parts: memory, context, proposal, judging, record.
+
+    **Step loop** (:meth:`act`, not to be overridden): (1) the previous action's observation is
+    added to the :class:`~smcplan.agents.context.History` and to the belief (``context=``:
+    ``"history"``, ``"kg"``: NeSyFS's KG updated every step, or ``"belief"``: an ABBEL-style
+    summary; see :mod:`smcplan.agents.beliefs`); (2) :meth:`decide` chooses; (3) the action is
+    checked against the admissible set (:class:`AgentError` otherwise); (4) the step's
+    :class:`~smcplan.agents.record.StepRecord` is closed with the LLM calls and tokens counted from
+    the language-model objects' usage counters, and returned as ``Step.meta`` (schema in
+    :mod:`smcplan.agents.record`; ``llm_calls``/``llm_tokens`` cover the work inside ``act``,
+    ``llm_usage_between`` the work since the previous step outside it: ``reset``, ``end_episode``).
+
+    **Extension points** (what a new agent overrides or calls):
+
+    * ``decide(observation, admissible, info, rec) -> Decision`` — *required*: the agent's
+      policy for one step. ``rec`` is the step's record: call ``rec.proposed``,
+      ``rec.rejected_proposal``, ``rec.reflected``, ``rec.critiqued``, ``rec.planned``, set
+      ``rec.executed`` and put agent-specific fields in ``rec.extra``.
+    * ``on_reset(task, observation, admissible)`` — per-episode state (zero-shot: plan the whole
+      action sequence here, or at the first ``decide``).
+    * ``on_episode_end(won, score)`` — cross-episode state (Reflexion: write a reflection after a
+      failed trial and keep the last 3).
+    * ``notes() -> list[str]`` — extra lines shown to every role through
+      :meth:`context` (Reflexion's carried-over reflections).
+    * ``register_lm(lm)`` — count the usage of a further language model (e.g. a separate critic).
+
+    **Helpers** for ``decide``:
+
+    * ``context(observation, notes=()) -> Context`` — task + memory + notes + observation, cut
+      to the token budget; ``Context.for_proposal()`` / ``Context.situation()`` are the two
+      textual shapes the roles take.
+    * ``propose(ctx, admissible, feedback=()) -> Candidate`` — one action from the admissible set
+      by the proposal role (:class:`smcplan.llm.ActionProposal`: exact log-prob scoring of every
+      admissible action, an optional one-sentence thought first). ``feedback`` lines (why earlier
+      proposals were rejected) are shown as notes.
+    * ``generate_and_test(propose, judge, max_proposals, rec) -> Outcome`` — the loop shared by
+      NeSyFS (reflection, K = 3 then slow thinking) and RLAW (critic, τ = 0.7, ≤ 3
+      regenerations): propose, judge, feed the judge's reason back, stop at the first accepted
+      candidate or after ``max_proposals``; records every proposal and rejection.
+    * ``next_seed()`` — a fresh seed from the agent's own seeded stream (same seed, same run).
+    * ``history`` (all turns), ``task``, ``t`` (step index), ``last_action``, ``last_info``
+      (the ``info`` that came with the current observation: ``info["invalid"]`` says whether the
+      previous action was rejected by the environment).
+
+    How the second engineer's agents sit on this: RLAW = ``generate_and_test`` with the
+    :class:`smcplan.llm.RLAWActor` as proposer (its ``critiques`` argument takes the last
+    feedback) and the :class:`smcplan.llm.Critic` as judge (``accept = score >= τ``), then
+    ``Outcome.best()``; RLVMR = ``decide`` choosing a tag (one constrained call) then
+    ``propose``, rewards in ``rec.extra``; Reflexion = ReAct + ``on_episode_end`` + ``notes``;
+    zero-shot = ``on_reset`` planning the sequence, ``decide`` replaying it (first admissible
+    fallback recorded as ``rec.executed = "fallback"``).
+
+    Parameters
+    ----------
+    lm
+        The :class:`smcplan.llm.LanguageModel` (``load_model()`` or ``testing.tiny_model()``).
+    seed
+        Seed of the agent's own random stream (proposal, thought and judge sampling).
+    context
+        ``"history"``, ``"kg"`` or ``"belief"`` (default: the class's ``default_context``).
+    history_tokens, reserve_tokens, max_observation_chars
+        History budget ``min(history_tokens, window - reserve_tokens)`` tokens; each past
+        observation is clipped to ``max_observation_chars`` characters.
+    extractor, env_kind, kg_hops, kg_limit
+        KG context: ``"rule"``, ``"llm"`` or ``"auto"`` triplet extraction
+        (:mod:`smcplan.agents.extractors`), the benchmark's rule set, and the retrieval's hops
+        and size limit.
+    temperature, think, thought_temperature
+        The proposal role: temperature of the choice over the admissible set (0 = argmax),
+        whether to sample a thought first, and the thought's temperature.
+    proposer, summarizer, llm_extractor
+        Replace the default role objects (same call signatures), e.g. in tests.
+    """
+
+    name = "llm"
+    default_context = "history"
+
+    def __init__(
+        self,
+        lm: Any = None,
+        *,
+        seed: int = 0,
+        context: str | None = None,
+        history_tokens: int = 512,
+        reserve_tokens: int = 1024,
+        max_observation_chars: int = 400,
+        extractor: str = "auto",
+        env_kind: str | None = None,
+        kg_hops: int = 2,
+        kg_limit: int = 24,
+        temperature: float = 1.0,
+        think: bool = False,
+        thought_temperature: float = 1.0,
+        proposer: Any = None,
+        summarizer: Any = None,
+        llm_extractor: Any = None,
+    ) -> None:
+        if lm is None:
+            raise ValueError(
+                f"agent {self.name!r} needs lm= (smcplan.llm.load_model() or "
+                "smcplan.llm.testing.tiny_model())"
+            )
+        context = context or self.default_context
+        if context not in CONTEXTS:
+            raise ValueError(f"unknown context {context!r}; known: {', '.join(CONTEXTS)}")
+        self.lm = lm
+        self.seed = int(seed)
+        self._rng = np.random.default_rng(self.seed)
+        self._meter = UsageMeter([lm])
+        self._usage_mark = self._meter.snapshot()
+        self.counter = TokenCounter(lm)
+        self.history = History(max_observation_chars)
+        self.history_budget = history_budget(lm, history_tokens, reserve_tokens)
+        if proposer is None:
+            from smcplan.llm import ActionProposal
+
+            proposer = ActionProposal(
+                lm, temperature=temperature, think=think, thought_temperature=thought_temperature
+            )
+        self.proposer = proposer
+        self.belief: HistoryBelief | KGBelief | SummaryBelief
+        if context == "history":
+            self.belief = HistoryBelief(self.history, self.history_budget, self.counter)
+        elif context == "kg":
+            self.belief = KGBelief(
+                Extractor(extractor, lm, env_kind, llm_extractor), hops=kg_hops, limit=kg_limit
+            )
+        else:
+            self.belief = SummaryBelief(summarizer or BeliefSummarizer(lm), self.next_seed)
+        self.task = ""
+        self.t = 0
+        self.last_action: str | None = None
+        self.last_info: dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ protocol
+    def reset(self, task: str, observation: str, admissible_actions: list[str]) -> None:
+        """Start an episode: clear the history and the belief, then :meth:`on_reset`."""
+        self.task = task
+        self.t = 0
+        self.last_action = None
+        self.last_info = {}
+        self.history.reset(observation)
+        self.belief.reset(task, observation)
+        self.on_reset(task, observation, list(admissible_actions))
+
+    def act(self, observation: str, admissible_actions: list[str], info: dict[str, Any]) -> Step:
+        """One step (see the class docstring); returns a :class:`Step` with the full record."""
+        admissible = list(admissible_actions)
+        if not admissible:
+            raise ValueError(f"{self.name}.act: no admissible actions to choose from")
+        start = self._meter.snapshot()
+        rec = StepRecord(self.name, self.belief.mode)
+        if self.last_action is not None:
+            self.history.add(self.last_action, observation)
+            rec.extra.update(self.belief.update(self.last_action, observation, self.t))
+        self.last_info = dict(info or {})
+        decision = self.decide(observation, admissible, self.last_info, rec)
+        if decision.action not in admissible:
+            raise AgentError(
+                f"{self.name} chose {decision.action!r}, which is not admissible; "
+                f"admissible: {', '.join(admissible)}"
+            )
+        now = self._meter.snapshot()
+        meta = rec.finish(
+            UsageMeter.delta(start, now), between=UsageMeter.delta(self._usage_mark, start)
+        )
+        self._usage_mark = now
+        self.last_action = decision.action
+        self.t += 1
+        return Step(decision.action, clean_text(decision.thought), decision.tag, meta)
+
+    def end_episode(self, won: bool, score: float) -> None:
+        """Called by the harness after the last step; see :meth:`on_episode_end`."""
+        self.on_episode_end(bool(won), float(score))
+
+    # ------------------------------------------------------------------ extension points
+    def decide(
+        self, observation: str, admissible: list[str], info: dict[str, Any], rec: StepRecord
+    ) -> Decision:
+        """The agent's policy for one step (required; see the class docstring)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement decide()")
+
+    def on_reset(self, task: str, observation: str, admissible: list[str]) -> None:
+        """Per-episode state; nothing by default."""
+
+    def on_episode_end(self, won: bool, score: float) -> None:
+        """Cross-episode state; nothing by default."""
+
+    def notes(self) -> list[str]:
+        """Extra lines every role sees (e.g. Reflexion's reflections); none by default."""
+        return []
+
+    def register_lm(self, lm: Any) -> None:
+        """Count ``lm``'s usage in the step records too (each model object counted once)."""
+        self._meter.add(lm)
+
+    # ------------------------------------------------------------------ helpers
+    def next_seed(self) -> int:
+        """The next seed of the agent's own stream (for model calls)."""
+        return int(self._rng.integers(2**31 - 1))
+
+    def context(self, observation: str, notes: Sequence[str] = ()) -> Context:
+        """Task, memory (history / KG facts / belief), notes and the current observation."""
+        ctx = Context(self.task, observation, notes=[*self.notes(), *notes])
+        self.belief.fill(ctx)
+        return ctx
+
+    def propose(
+        self, ctx: Context, admissible: list[str], feedback: Sequence[str] = ()
+    ) -> Candidate:
+        """One admissible action from the proposal role, with ``feedback`` shown as notes."""
+        view = ctx.with_notes(feedback) if feedback else ctx
+        (p,) = self.proposer(
+            [self.task], [view.triplets], [view.for_proposal()], [admissible], seed=self.next_seed()
+        )
+        return Candidate(p.action, p.thought, float(p.logq), float(p.logp), "proposal")
+
+    def generate_and_test(
+        self,
+        propose: Callable[[list[str]], Candidate],
+        judge: Callable[[Candidate], Judgement],
+        max_proposals: int,
+        rec: StepRecord,
+    ) -> Outcome:
+        """Propose, judge, feed back; stop at the first accepted candidate (class docstring).
+
+        ``propose(feedback)`` gets the reasons of all earlier rejections this step (oldest
+        first) as lines ``'"<action>" was rejected: <reason>'``.
+        """
+        if max_proposals < 1:
+            raise ValueError(f"max_proposals must be >= 1; got {max_proposals}")
+        feedback: list[str] = []
+        tried: list[tuple[Candidate, Judgement]] = []
+        for _ in range(max_proposals):
+            cand = propose(list(feedback))
+            rec.proposed(cand.action, cand.thought, cand.logq, cand.logp, cand.source, **cand.info)
+            verdict = judge(cand)
+            tried.append((cand, verdict))
+            if verdict.accept:
+                return Outcome(cand, tried)
+            rec.rejected_proposal(
+                cand.action, cand.thought, verdict.by, verdict.reason, score=verdict.score,
+                **verdict.info,
+            )
+            feedback.append(f'"{cand.action}" was rejected: {verdict.reason}')
+        return Outcome(None, tried)

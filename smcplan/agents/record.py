@@ -1,0 +1,196 @@
+"""The per-step record every LLM agent returns in ``Step.meta``, and the LLM usage it counts.
+
+Schema (``meta`` of every step of an :class:`~smcplan.agents.llm_agent.LLMAgent`; the evaluation
+harness writes it into the step JSONL as is):
+
+==========================  ====================================================================
+``agent``                   the agent's registry name
+``context``                 what the model saw as memory: ``"history"``, ``"kg"`` or ``"belief"``
+``proposals``               every action proposed this step, in order: ``{"action", "thought",
+                            "logq", "logp", "source"}`` (``source``: the module that proposed it)
+``rejected_proposals``      the proposals turned down before execution: ``{"action", "thought",
+                            "by", "reason", ...}`` (``by``: ``"reflection"`` or ``"critic"``)
+``rejections``              ``len(rejected_proposals)``
+``reflection_votes``        one list of booleans per reflection call (True = "Yes")
+``reflection_yes_fraction`` one fraction per reflection call (same order)
+``critic_scores``           one score in [0, 1] per critic call
+``slow_thinking``           whether the planner ran this step
+``plan``                    ``PlanResult.to_dict()`` of that run (``None`` otherwise)
+``llm_calls``               model calls made inside this ``act`` (sampling and scoring calls)
+``llm_tokens``              prompt + generated + scored tokens of those calls
+``llm_usage``               the four counters separately (``calls``, ``prompt_tokens``,
+                            ``generated_tokens``, ``scored_tokens``)
+``llm_usage_between``       the same counters for model work since the previous step outside
+                            ``act`` (``reset``, ``end_episode``: belief set-up, reflections)
+``executed``                how the action was chosen: ``"proposal"`` (first accepted or only
+                            proposal), ``"planner"``, ``"fallback"`` (best of the rejected ones)
+==========================  ====================================================================
+
+Agents add their own keys (``kg_added``, ``kg_removed``, ``kg_size``, ``belief``, ``tag``
+rewards, ...) beside these; they never reuse a schema key for something else. Counts come from
+the :class:`~smcplan.llm.lm.Usage` counters of the language-model objects, as differences between
+snapshots taken at the start and the end of ``act`` (so they equal what a harness measures
+around ``act``).
+
+Imports nothing from ``smcplan.llm``; never ``smcplan.eval`` / ``smcplan.cli``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+__all__ = ["StepRecord", "UsageMeter", "SCHEMA_KEYS", "USAGE_KEYS", "jsonable", "clean_text"]
+
+USAGE_KEYS = ("calls", "prompt_tokens", "generated_tokens", "scored_tokens")
+
+SCHEMA_KEYS = (
+    "agent",
+    "context",
+    "proposals",
+    "rejected_proposals",
+    "rejections",
+    "reflection_votes",
+    "reflection_yes_fraction",
+    "critic_scores",
+    "slow_thinking",
+    "plan",
+    "llm_calls",
+    "llm_tokens",
+    "llm_usage",
+    "llm_usage_between",
+    "executed",
+)
+
+
+def clean_text(text: str) -> str:
+    """``text`` encodable as UTF-8: surrogate pairs (as JSON escapes decode) joined, lone
+    surrogates replaced by U+FFFD (a model's constrained JSON may emit ``\\ud83d`` alone)."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def jsonable(x: Any) -> Any:
+    """``x`` made JSON- and UTF-8-safe: non-finite floats spelled "inf"/"-inf"/"nan", strings
+    through :func:`clean_text`, numpy/jax scalars as Python numbers."""
+    if isinstance(x, float):
+        return x if math.isfinite(x) else str(x)
+    if isinstance(x, str):
+        return clean_text(x)
+    if isinstance(x, dict):
+        return {str(k): jsonable(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [jsonable(v) for v in x]
+    if hasattr(x, "item") and callable(x.item):  # numpy / jax scalars
+        try:
+            return jsonable(x.item())
+        except (TypeError, ValueError):
+            return repr(x)
+    return x
+
+
+class UsageMeter:
+    """Sums the usage counters of several language-model objects (each counted once)."""
+
+    def __init__(self, lms: Iterable[Any] = ()) -> None:
+        self._lms: list[Any] = []
+        for lm in lms:
+            self.add(lm)
+
+    def add(self, lm: Any) -> None:
+        if lm is not None and hasattr(lm, "usage") and all(lm is not x for x in self._lms):
+            self._lms.append(lm)
+
+    def snapshot(self) -> dict[str, int]:
+        total = dict.fromkeys(USAGE_KEYS, 0)
+        for lm in self._lms:
+            usage = lm.usage
+            for k in USAGE_KEYS:
+                total[k] += int(getattr(usage, k, 0))
+        return total
+
+    @staticmethod
+    def delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+        return {k: after[k] - before[k] for k in USAGE_KEYS}
+
+
+class StepRecord:
+    """Collects one step's record while the agent decides; :meth:`finish` returns the meta dict."""
+
+    def __init__(self, agent: str, context: str) -> None:
+        self.agent = agent
+        self.context = context
+        self.proposals: list[dict[str, Any]] = []
+        self.rejected: list[dict[str, Any]] = []
+        self.reflection_votes: list[list[bool]] = []
+        self.reflection_yes: list[float] = []
+        self.critic_scores: list[float] = []
+        self.slow_thinking = False
+        self.plan: dict[str, Any] | None = None
+        self.executed = "proposal"
+        self.extra: dict[str, Any] = {}
+
+    # ---------------------------------------------------------------- what agents call
+    def proposed(
+        self,
+        action: str,
+        thought: str = "",
+        logq: float | None = None,
+        logp: float | None = None,
+        source: str = "proposal",
+        **more: Any,
+    ) -> None:
+        self.proposals.append(
+            {"action": action, "thought": thought, "logq": logq, "logp": logp, "source": source}
+            | more
+        )
+
+    def rejected_proposal(
+        self, action: str, thought: str, by: str, reason: str, **more: Any
+    ) -> None:
+        self.rejected.append(
+            {"action": action, "thought": thought, "by": by, "reason": reason} | more
+        )
+
+    def reflected(self, votes: Sequence[bool], yes_fraction: float) -> None:
+        self.reflection_votes.append([bool(v) for v in votes])
+        self.reflection_yes.append(float(yes_fraction))
+
+    def critiqued(self, score: float) -> None:
+        self.critic_scores.append(float(score))
+
+    def planned(self, summary: dict[str, Any]) -> None:
+        self.slow_thinking = True
+        self.plan = summary
+
+    def finish(self, usage: dict[str, int], between: dict[str, int] | None = None) -> dict[str, Any]:
+        """The meta dict (module docstring): ``usage`` = the counter differences over ``act``,
+        ``between`` = those since the previous step, outside ``act``."""
+        clash = set(self.extra) & set(SCHEMA_KEYS)
+        if clash:
+            raise ValueError(f"agent-specific meta keys {sorted(clash)} shadow schema keys")
+        meta = {
+            "agent": self.agent,
+            "context": self.context,
+            "proposals": self.proposals,
+            "rejected_proposals": self.rejected,
+            "rejections": len(self.rejected),
+            "reflection_votes": self.reflection_votes,
+            "reflection_yes_fraction": self.reflection_yes,
+            "critic_scores": self.critic_scores,
+            "slow_thinking": self.slow_thinking,
+            "plan": self.plan,
+            "llm_calls": int(usage["calls"]),
+            "llm_tokens": int(
+                usage["prompt_tokens"] + usage["generated_tokens"] + usage["scored_tokens"]
+            ),
+            "llm_usage": dict(usage),
+            "llm_usage_between": dict(between or dict.fromkeys(USAGE_KEYS, 0)),
+            "executed": self.executed,
+            **self.extra,
+        }
+        return jsonable(meta)
