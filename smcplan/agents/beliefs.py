@@ -11,8 +11,8 @@ One interface, three implementations (``context=`` of the LLM agents):
   Belief Bottlenecks Expressed in Language"): b_{t+1} = LLM(task, b_t, a_t, o_{t+1}), a rewritten
   summary of at most 240 characters; the policy sees only (task, b_t, o_t).
 
-Each has ``reset(task, observation)``, ``update(action, observation, step) -> dict`` (what
-changed, recorded in the step's meta) and ``fill(context)`` (writes its part of a
+Each has ``reset(task, observation) -> dict`` and ``update(action, observation, step) -> dict``
+(what changed, recorded in the next step's meta) and ``fill(context)`` (writes its part of a
 :class:`~smcplan.agents.context.Context`).
 
 Imports ``smcplan.memory`` and ``smcplan.llm`` (roles); never ``smcplan.eval`` / ``smcplan.cli``.
@@ -50,7 +50,7 @@ class Belief(Protocol):
 
     mode: str
 
-    def reset(self, task: str, observation: str) -> None: ...
+    def reset(self, task: str, observation: str) -> dict[str, Any]: ...
 
     def update(self, action: str, observation: str, step: int) -> dict[str, Any]: ...
 
@@ -67,8 +67,9 @@ class HistoryBelief:
         self.budget = int(budget)
         self.counter = counter
 
-    def reset(self, task: str, observation: str) -> None:
+    def reset(self, task: str, observation: str) -> dict[str, Any]:
         """Nothing to do: the agent owns and resets the :class:`History`."""
+        return {}
 
     def update(self, action: str, observation: str, step: int) -> dict[str, Any]:
         return {}
@@ -91,11 +92,11 @@ class KGBelief:
         self.kg = KnowledgeGraph()
         self.task = ""
 
-    def reset(self, task: str, observation: str) -> None:
+    def reset(self, task: str, observation: str) -> dict[str, Any]:
         self.task = task
         self.kg = KnowledgeGraph()
         self.extractor.start(observation)
-        self._ingest(observation, None, 0)
+        return self._ingest(observation, None, 0)
 
     def _ingest(self, observation: str, action: str | None, step: int) -> dict[str, Any]:
         (extraction,) = self.extractor([observation], [action], [self.kg.location_of("agent")])
@@ -164,10 +165,11 @@ class SummaryBelief:
         self.summary = ""
         self.task = ""
 
-    def reset(self, task: str, observation: str) -> None:
+    def reset(self, task: str, observation: str) -> dict[str, Any]:
         self.task = task
         self.summary = ""
         self._rewrite(None, observation)
+        return {"belief": self.summary}
 
     def _rewrite(self, action: str | None, observation: str) -> None:
         (self.summary,) = self.summarizer(

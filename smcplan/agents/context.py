@@ -129,27 +129,35 @@ class History:
 
         ``last`` caps the number of turns considered (``None``: all). The first observation is
         included when every turn fits and room is left; a line "(k earlier steps not shown)"
-        marks a cut. Returns ``""`` when nothing fits or nothing happened yet.
+        marks a cut. The whole rendered text, marks included, counts at most ``budget_tokens``
+        (checked on the joined text, since tokenisation is not additive across blocks).
+        Returns ``""`` when nothing fits or nothing happened yet.
         """
         turns = self.turns if last is None else self.turns[max(0, len(self.turns) - last) :]
-        blocks: list[str] = []
-        used = 0
-        for turn in reversed(turns):
-            text = turn.render(self.max_observation_chars)
+        texts = [turn.render(self.max_observation_chars) for turn in turns]
+        k, used = 0, 0
+        for text in reversed(texts):  # estimate: newest first while the sum fits
             cost = count(text) + 1
             if used + cost > budget_tokens:
                 break
-            blocks.append(text)
             used += cost
-        shown = len(blocks)
-        omitted = len(self.turns) - shown
-        if omitted == 0 and self.initial:
-            start = "(start)\n" + clip_text(self.initial, self.max_observation_chars)
-            if used + count(start) + 1 <= budget_tokens:
-                blocks.append(start)
-        if shown and omitted:
-            blocks.append(f"({omitted} earlier steps not shown)")
-        return "\n".join(reversed(blocks))
+            k += 1
+        start = "(start)\n" + clip_text(self.initial, self.max_observation_chars)
+
+        def assemble(k: int, with_start: bool) -> str:
+            omitted = len(self.turns) - k
+            head = [f"({omitted} earlier steps not shown)"] if omitted and k else []
+            return "\n".join(head + ([start] if with_start else []) + texts[len(texts) - k :])
+
+        with_start = k == len(self.turns) and bool(self.initial)
+        text = assemble(k, with_start)
+        while text and count(text) > budget_tokens:  # exact check on the joined text
+            if with_start:
+                with_start = False
+            else:
+                k -= 1
+            text = assemble(k, with_start) if k > 0 or with_start else ""
+        return text
 
 
 @dataclass

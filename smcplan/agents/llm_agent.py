@@ -218,6 +218,7 @@ class LLMAgent:
         self.t = 0
         self.last_action: str | None = None
         self.last_info: dict[str, Any] = {}
+        self._belief_report: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ protocol
     def reset(self, task: str, observation: str, admissible_actions: list[str]) -> None:
@@ -227,7 +228,7 @@ class LLMAgent:
         self.last_action = None
         self.last_info = {}
         self.history.reset(observation)
-        self.belief.reset(task, observation)
+        self._belief_report = self.belief.reset(task, observation)
         self.on_reset(task, observation, list(admissible_actions))
 
     def act(self, observation: str, admissible_actions: list[str], info: dict[str, Any]) -> Step:
@@ -239,7 +240,9 @@ class LLMAgent:
         rec = StepRecord(self.name, self.belief.mode)
         if self.last_action is not None:
             self.history.add(self.last_action, observation)
-            rec.extra.update(self.belief.update(self.last_action, observation, self.t))
+            self._belief_report = self.belief.update(self.last_action, observation, self.t)
+        rec.extra.update(self._belief_report)
+        self._belief_report = {}
         self.last_info = dict(info or {})
         decision = self.decide(observation, admissible, self.last_info, rec)
         if decision.action not in admissible:

@@ -1,0 +1,159 @@
+"""NeSyFS on the shared parts: episodes with the tiny model, reflection and slow thinking swapped
+for test doubles (real component classes), ablations, and the KG updated every step."""
+
+from __future__ import annotations
+
+import pytest
+
+from smcplan.agents import make
+from smcplan.agents.slow_thinking import SlowThinker
+from smcplan.llm import Verdict
+from tests.agents.conftest import check_record, play
+
+
+class FixedReflection:
+    """A reflection role that always answers the same way (n votes per call), counting calls."""
+
+    def __init__(self, answer: bool, n: int = 5) -> None:
+        self.answer, self.n, self.calls = answer, n, 0
+
+    def __call__(self, tasks, contexts, actions, seed=None):
+        self.calls += len(tasks)
+        votes = [self.answer] * self.n
+        reason = "it looks useful" if self.answer else "this repeats what failed before"
+        return [
+            Verdict(self.answer, float(self.answer), votes, reason, [reason] * self.n)
+            for _ in tasks
+        ]
+
+
+class CountingPlanner:
+    """The real slow thinker, with a log of when it was called (how many rejections before)."""
+
+    def __init__(self, inner: SlowThinker, reflection: FixedReflection | None = None) -> None:
+        self.inner, self.reflection = inner, reflection
+        self.calls: list[int] = []
+
+    def __call__(self, *args, **kwargs):
+        self.calls.append(self.reflection.calls if self.reflection else -1)
+        return self.inner(*args, **kwargs)
+
+
+def _nesyfs_checks(meta, n_votes=5, k=3):
+    votes = meta["reflection_votes"]
+    assert len(votes) == len(meta["proposals"]) and all(len(v) == n_votes for v in votes)
+    fracs = meta["reflection_yes_fraction"]
+    for f in fracs[:-1]:
+        assert f < 0.8  # every proposal but the last was rejected
+    if meta["executed"] == "proposal":
+        assert fracs[-1] >= 0.8 and meta["rejections"] < k
+    else:
+        assert meta["executed"] == "planner" and meta["rejections"] == k
+        assert meta["plan"]["calls"] == {"proposal": 2, "world_model": 2, "twist": 2}
+    assert meta["kg_size"] >= 0 and meta["kg_extractor"] in ("rule", "llm")
+
+
+@pytest.mark.slow
+def test_nesyfs_plays_textworld_express_coin_with_admissible_actions_and_consistent_records(
+    tiny_lm, coin_env
+):
+    agent = make("nesyfs", lm=tiny_lm, seed=0)
+    played = play(agent, coin_env, tiny_lm, seed=10000, max_steps=3)
+    for p in played:
+        meta = check_record(p, agent="nesyfs", context="kg")
+        _nesyfs_checks(meta)
+        assert meta["kg_extractor"] == "rule"  # TWX format detected from the first observation
+    assert agent.belief.kg.location_of("agent") is not None  # the KG tracks where the agent is
+
+
+def test_nesyfs_plays_toy_household_with_admissible_actions_and_consistent_records(
+    tiny_lm, household_env
+):
+    agent = make("nesyfs", lm=tiny_lm, seed=3)
+    played = play(agent, household_env, tiny_lm, seed=0, max_steps=3)
+    for p in played:
+        _nesyfs_checks(check_record(p, agent="nesyfs", context="kg"))
+
+
+def test_reflection_always_no_makes_nesyfs_plan_after_exactly_three_rejections(
+    tiny_lm, household_env
+):
+    no = FixedReflection(False)
+    planner = CountingPlanner(SlowThinker(tiny_lm, num_particles=3, horizon=2), no)
+    agent = make("nesyfs", lm=tiny_lm, seed=0, reflector=no, planner=planner)
+    played = play(agent, household_env, tiny_lm, seed=0, max_steps=2)
+    assert planner.calls == [3 * (i + 1) for i in range(len(played))]  # once per step, after K=3
+    for p in played:
+        meta = check_record(p, agent="nesyfs", context="kg")
+        assert meta["rejections"] == 3 and len(meta["proposals"]) == 3
+        assert meta["slow_thinking"] and meta["executed"] == "planner"
+        assert meta["plan"]["num_particles"] == 3 and meta["plan"]["horizon"] == 2
+        assert p.step.action == meta["plan"]["action"]
+        assert all(r["by"] == "reflection" and r["score"] == 0.0 for r in meta["rejected_proposals"])
+        assert len(meta["plan"]["imagined"]) == 2
+
+
+def test_reflection_always_yes_executes_the_first_fast_action_without_planning(
+    tiny_lm, household_env
+):
+    yes = FixedReflection(True)
+    planner = CountingPlanner(SlowThinker(tiny_lm, num_particles=2, horizon=1), yes)
+    agent = make("nesyfs", lm=tiny_lm, seed=0, reflector=yes, planner=planner)
+    played = play(agent, household_env, tiny_lm, seed=0, max_steps=3)
+    assert planner.calls == [] and yes.calls == len(played)
+    for p in played:
+        meta = check_record(p, agent="nesyfs", context="kg")
+        assert meta["executed"] == "proposal" and len(meta["proposals"]) == 1
+
+
+def test_rejection_thought_goes_back_to_the_fast_module(tiny_lm, household_env):
+    seen: list[str] = []
+    from smcplan.llm import ActionProposal
+
+    inner = ActionProposal(tiny_lm)
+
+    def proposer(tasks, triplets, observations, admissible, seed=None):
+        seen.extend(observations)
+        return inner(tasks, triplets, observations, admissible, seed=seed)
+
+    agent = make(
+        "nesyfs", lm=tiny_lm, seed=0, reflector=FixedReflection(False), proposer=proposer,
+        slow_thinking=False,
+    )
+    played = play(agent, household_env, tiny_lm, seed=0, max_steps=1)
+    first = played[0].step.meta["proposals"][0]["action"]
+    assert "rejected" not in seen[0]
+    assert f'"{first}" was rejected: this repeats what failed before' in seen[1]
+    assert played[0].step.meta["executed"] == "fallback"  # no slow thinking: best rejected one
+
+
+@pytest.mark.parametrize(
+    ("flags", "context"),
+    [
+        ({"reflection": False}, "kg"),
+        ({"slow_thinking": False}, "kg"),
+        ({"context": "history"}, "history"),
+        ({"context": "belief"}, "belief"),
+        ({"extractor": "llm"}, "kg"),
+    ],
+)
+def test_nesyfs_ablations_play_and_record_what_they_switch(tiny_lm, household_env, flags, context):
+    no = FixedReflection(False)
+    planner = CountingPlanner(SlowThinker(tiny_lm, num_particles=2, horizon=1), no)
+    config = {"reflector": no, "planner": planner} if flags.get("reflection", True) else {}
+    agent = make("nesyfs", lm=tiny_lm, seed=0, **config, **flags)
+    played = play(agent, household_env, tiny_lm, seed=0, max_steps=2)
+    for p in played:
+        meta = check_record(p, agent="nesyfs", context=context)
+        if flags.get("reflection", True) is False:
+            assert meta["reflection_votes"] == [] and len(meta["proposals"]) == 1
+        elif flags.get("slow_thinking", True) is False:
+            assert meta["executed"] == "fallback" and not meta["slow_thinking"]
+        else:
+            assert meta["executed"] == "planner"
+        if context == "belief":
+            assert isinstance(agent.belief.summary, str) and agent.belief.summary
+        if flags.get("extractor") == "llm":
+            assert meta["kg_extractor"] == "llm"
+    if flags.get("slow_thinking", True) is False:
+        assert planner.calls == []
