@@ -38,7 +38,9 @@ class EpisodeSpec:
     def id(self) -> str:
         """File-name-safe id, e.g. ``twx_coin-s17`` or ``scienceworld_boil-var3-s3``."""
         parts = [slug(self.env)]
-        if self.task:
+        if (
+            self.task and self.task != self.env.split(":", 1)[-1]
+        ):  # twx:coin's task "coin" is implied
             parts.append(slug(self.task))
         parts.append(f"s{self.seed}")
         if self.env_kwargs:
@@ -154,8 +156,14 @@ def resolve_episodes(
                 raise ValueError(
                     f"no entry for env {env!r} in split {split!r}; known: {', '.join(known)}"
                 )
-            if episodes:
-                picked = picked[:episodes]
+            if episodes:  # at most `episodes` per env (a prefix covers several envs)
+                taken: Counter[str] = Counter()
+                kept = []
+                for e in picked:
+                    if taken[e.env] < episodes:
+                        kept.append(e)
+                        taken[e.env] += 1
+                picked = kept
             for e in picked:
                 clash = {k for k in extra if k in e.env_kwargs and e.env_kwargs[k] != extra[k]}
                 if clash:

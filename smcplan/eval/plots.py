@@ -165,6 +165,9 @@ def plot_plan_diagnostics(runs: Sequence[Run], path: str | Path) -> Path | None:
         masses = [d["chosen_mass"] for d in diags if not math.isnan(d["chosen_mass"])]
         if masses:
             ax2.hist(masses, bins=np.linspace(0, 1, 21), alpha=0.5, label=label)
+    from matplotlib.ticker import MaxNLocator
+
+    ax1.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax1.set_xlabel("planning step t")
     ax1.set_ylabel("ESS / N")
     ax1.set_ylim(0, 1.05)

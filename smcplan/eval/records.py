@@ -134,12 +134,19 @@ class RunPaths:
 
 
 def to_jsonable(value: Any) -> Any:
-    """Convert numpy/jax arrays and scalars, tuples, sets, dataclasses and paths to JSON types.
+    """Convert numpy/jax arrays and scalars, tuples, sets, dataclasses and paths to JSON types;
+    strings are made UTF-8-encodable (lone surrogates become U+FFFD).
 
     Anything else unknown becomes its ``repr`` so that a step is never lost to an odd meta value.
     """
-    if value is None or isinstance(value, bool | int | str):
+    if value is None or isinstance(value, bool | int):
         return value
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+            return value
+        except UnicodeEncodeError:  # lone surrogates (e.g. from a model's JSON): replace them
+            return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     if isinstance(value, float):
         return value if value == value and abs(value) != float("inf") else str(value)
     if isinstance(value, dict):

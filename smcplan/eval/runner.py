@@ -115,14 +115,23 @@ def _agent_factory(name: str) -> Callable[..., Any]:
     return getattr(importlib.import_module(module_name), factory_name)
 
 
-def _accepts(factory: Callable[..., Any], name: str) -> bool:
-    """Whether ``factory`` declares the keyword parameter ``name`` (``**kwargs`` does not count:
-    a factory that only forwards ``**config`` may not know what to do with it)."""
+def _declares(func: Any, name: str) -> bool:
     try:
-        params = inspect.signature(factory).parameters
+        params = inspect.signature(func).parameters
     except (TypeError, ValueError):
         return False
     return name in params and params[name].kind is not inspect.Parameter.POSITIONAL_ONLY
+
+
+def _accepts(factory: Callable[..., Any], name: str) -> bool:
+    """Whether ``factory`` takes the keyword ``name``: declared by it or, for a class, by the
+    ``__init__`` of a base class that its ``**kwargs`` reach. A bare ``**kwargs`` does not count
+    (a factory that only forwards ``**config`` may not know what to do with it)."""
+    if _declares(factory, name):
+        return True
+    if isinstance(factory, type):
+        return any(_declares(cls.__init__, name) for cls in factory.__mro__ if cls is not object)
+    return False
 
 
 def agent_needs_lm(name: str) -> bool:

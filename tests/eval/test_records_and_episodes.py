@@ -115,3 +115,20 @@ def test_episode_seed_depends_on_run_seed_and_id_only():
     assert episode_seed(0, "twx_coin-s1") == episode_seed(0, "twx_coin-s1")
     assert len({episode_seed(0, f"twx_coin-s{i}") for i in range(50)}) == 50
     assert episode_seed(0, "twx_coin-s1") != episode_seed(1, "twx_coin-s1")
+
+
+def test_the_real_dev_split_resolves_per_env_and_per_family():
+    coin = resolve_episodes(["twx:coin"], split="dev")
+    assert [(s.env, s.seed) for s in coin] == [("twx:coin", 10000 + i) for i in range(5)]
+    assert coin[0].id == "twx_coin-s10000"
+    twx = resolve_episodes(["twx"], split="dev", episodes=2)
+    assert len(twx) == 16 and len({s.env for s in twx}) == 8  # 2 per game, 8 games
+    (boil,) = resolve_episodes(["scienceworld:boil"], split="dev", episodes=1)
+    assert boil.env == "scienceworld:boil" and boil.task == "boil" and 14 <= boil.seed < 21
+    alf = resolve_episodes(["alfworld:pick_and_place"], split="dev")
+    assert all(s.env_kwargs == {"split": "train"} for s in alf) and len(alf) == 3
+
+
+def test_unknown_split_names_the_known_ones():
+    with pytest.raises(ValueError, match="unknown split 'val'; known: dev, test"):
+        resolve_episodes(["twx:coin"], split="val")
