@@ -182,13 +182,17 @@ class JavaProcess:
         self._refs = 1
         self._closed = False
         self._finalizer = weakref.finalize(self, _terminate, proc, None)
-        port = self._read_port(start_timeout_s)
-        self._gateway = JavaGateway(
-            gateway_parameters=GatewayParameters(
-                port=port, auto_field=True, read_timeout=self.call_timeout_s
-            ),
-            java_process=proc,
-        )
+        try:
+            port = self._read_port(start_timeout_s)
+            self._gateway = JavaGateway(
+                gateway_parameters=GatewayParameters(
+                    port=port, auto_field=True, read_timeout=self.call_timeout_s
+                ),
+                java_process=proc,
+            )
+        except BaseException:
+            self.kill()
+            raise
         self._finalizer.detach()
         self._finalizer = weakref.finalize(self, _terminate, proc, self._gateway)
         threading.Thread(target=_drain, args=(proc.stdout,), daemon=True).start()
