@@ -22,7 +22,10 @@ from smcplan.agents.random_agent import RandomAgent
 from smcplan.cli import main
 from smcplan.eval import EvalConfig, RunConfigMismatch, run_eval
 from smcplan.eval.records import RunPaths, read_json, read_jsonl
-from smcplan.eval.runner import agent_needs_lm
+from smcplan.eval.runner import agent_needs_lm, default_load_lm
+
+for _var in ("TORCH_COMPILE_DISABLE", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+    os.environ.setdefault(_var, "1")
 
 pytestmark = pytest.mark.slow  # starts TextWorldExpress JVMs
 
@@ -33,21 +36,21 @@ REPO = Path(__file__).resolve().parents[2]
 def config(out, n=4, **kw):
     return EvalConfig(
         envs=["twx:coin"],
-        agent="random",
         out=str(out),
         seeds=list(range(DEV, DEV + n)),
-        **{"max_steps": 20, **kw},
+        **{"agent": "random", "max_steps": 20, **kw},
     )
 
 
 def trajectories(out):
-    """episode id -> list of (trial, t, action, feedback) from the step files."""
+    """episode id -> list of (trial, t, thought, action, feedback) from the step files."""
     paths = RunPaths(out)
     result = {}
     for p in paths.summaries():
         eid = read_json(p)["episode"]
         result[eid] = [
-            (r["trial"], r["t"], r["action"], r["feedback"]) for r in read_jsonl(paths.steps(eid))
+            (r["trial"], r["t"], r["thought"], r["action"], r["feedback"])
+            for r in read_jsonl(paths.steps(eid))
         ]
     return result
 
@@ -261,3 +264,32 @@ def test_cli_show_prints_the_trajectory_and_the_result(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "task: Your task is to search the environment and find the coin" in printed
     assert "[  0] > " in printed and "| random | 1 | 0 |" in printed
+
+
+def test_llm_agent_runs_with_its_model_loaded_once_and_reruns_an_episode_identically(tmp_path):
+    from smcplan.llm.testing import tiny_model_path
+
+    loads = []
+
+    def load_lm(model, quantization):
+        loads.append(model)
+        return default_load_lm(model, quantization)
+
+    out = tmp_path / "run"
+    model = str(tiny_model_path())
+    cfg = config(out, n=2, agent="react", model=model, max_steps=2)
+    summaries = run_eval(cfg, load_lm=load_lm, progress=False)
+    assert loads == [model] and [s["status"] for s in summaries] == ["ok", "ok"]
+    paths = RunPaths(out)
+    for s in summaries:
+        steps = list(read_jsonl(paths.steps(s["episode"])))
+        for r in steps:  # measured around act from lm.usage; the agent counts the same way
+            assert r["llm_calls"] >= 1 and r["llm_calls"] == r["meta"]["llm_calls"]
+            assert r["llm_tokens"] == r["meta"]["llm_tokens"] > 0
+        assert s["llm_usage"]["calls"] >= sum(r["llm_calls"] for r in steps)
+    # the second episode, run again from scratch after the first, is reproduced exactly: the
+    # agent and the model's seed stream are reseeded per episode, not carried over
+    before = trajectories(out)
+    paths.summary(summaries[1]["episode"]).unlink()
+    run_eval(cfg, load_lm=load_lm, progress=False)
+    assert len(loads) == 2 and trajectories(out) == before
