@@ -25,6 +25,7 @@ import os
 import platform
 import random
 import sys
+import textwrap
 import time
 import traceback
 from collections.abc import Callable, Sequence
@@ -546,11 +547,24 @@ class _Bars:
         if self.steps is not None:
             self.steps.update(1)
         tag = f"<{record['tag']}> " if record.get("tag") else ""
-        thought = f"  thought: {record['thought'].strip()}\n" if record.get("thought") else ""
-        flags = " [invalid]" if record["invalid"] else ""
+        thought = ""
+        if record.get("thought"):
+            thought = textwrap.indent(f"thought: {record['thought'].strip()}", "  ") + "\n"
+        meta = record.get("meta") or {}
+        flags = []
+        if record["invalid"]:
+            flags.append("invalid")
+        if meta.get("rejections"):
+            flags.append(f"{meta['rejections']} rejected")
+        if meta.get("slow_thinking"):
+            plan = meta.get("plan") or {}
+            n = plan.get("num_particles")
+            flags.append(f"slow thinking, N={n}" if n else "slow thinking")
+        flag_text = f"  [{'; '.join(flags)}]" if flags else ""
+        feedback = textwrap.indent(str(record["feedback"]).strip(), "      ")
         self._write(
-            f"{thought}[{record['t']:>3}] {tag}> {record['action']}{flags}\n"
-            f"      {str(record['feedback']).strip()}  (score {record['score']:.2f})"
+            f"{thought}[{record['t']:>3}] {tag}> {record['action']}{flag_text}\n"
+            f"{feedback}  (score {record['score']:.2f})"
         )
 
     def end_episode(self, summary: dict[str, Any]) -> None:
