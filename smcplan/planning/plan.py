@@ -14,10 +14,12 @@ Imports ``smcplan.pomdp`` and the planning modules; never agents, eval or cli.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
+import numpy as np
 
 from smcplan.planning import pomdp_components as pc
 from smcplan.planning.components import PlanningError, Proposal, Twist, WorldModel
@@ -28,7 +30,22 @@ from smcplan.pomdp.model import DiscretePOMDP
 __all__ = ["plan", "plan_pomdp", "PROPOSALS", "TWISTS", "as_key"]
 
 PROPOSALS = ("uniform", "softmax")
-TWISTS = ("reward", "value", "soft_value", "none")
+TWISTS = ("reward", "reward_cumulative", "value", "soft_value", "none")
+_VALUE_TWISTS: weakref.WeakKeyDictionary[DiscretePOMDP, dict[tuple, pc.ExactValueTwist]] = weakref.WeakKeyDictionary()
+_VALUE_CACHE_SIZE = 32
+
+
+def _value_twist(pomdp: DiscretePOMDP, belief: Any, horizon: int, beta: float, kind: str, mask: np.ndarray) -> pc.ExactValueTwist:
+    """Exact value twist, cached per (POMDP, belief, horizon, beta, kind, allowed actions): the
+    belief tree is the expensive part and a decision loop asks for the same one repeatedly."""
+    b = np.asarray(pomdp.b0 if belief is None else belief, dtype=np.float64)
+    key = (b.tobytes(), int(horizon), float(beta), kind, mask.tobytes())
+    cache = _VALUE_TWISTS.setdefault(pomdp, {})
+    if key not in cache:
+        if len(cache) >= _VALUE_CACHE_SIZE:
+            cache.pop(next(iter(cache)))
+        cache[key] = pc.ExactValueTwist(pomdp, b, int(horizon), beta=beta, kind=kind, mask=mask)
+    return cache[key]
 
 
 def as_key(key: Any) -> jax.Array:
@@ -67,12 +84,13 @@ def plan_pomdp(
     num_particles: int = 256,
     horizon: int = 3,
     *,
-    weighting: str = "nesyfs",
+    weighting: str = "twisted",
     lam: float = 5.0,
     proposal: str | Proposal = "uniform",
     world_model: str | WorldModel = "exact",
     twist: str | Twist = "reward",
     beta: float = 1.0,
+    proposal_beta: float = 1.0,
     actions: Sequence[int | str] | None = None,
     resampling: str | Callable = "systematic",
     ess_threshold: float = 1.0,
@@ -84,16 +102,22 @@ def plan_pomdp(
     Components by name (or pass your own objects obeying the Protocols):
 
     * ``proposal``: ``"uniform"`` over ``actions`` (default: all), or ``"softmax"`` of the
-      expected immediate reward with inverse temperature ``beta`` (importance-corrected to the
-      uniform prior under ``weighting="twisted"``);
+      expected immediate reward with inverse temperature ``proposal_beta`` (importance-corrected
+      to the uniform prior under ``weighting="twisted"``; keep it mild: an action proposed with
+      probability q needs about 1/q particles before its weight is seen);
     * ``world_model``: ``"exact"`` (:math:`T`, :math:`O` and the exact belief update);
-    * ``twist``: ``"reward"`` (:math:`\delta = [r_t > 0]`, :math:`\log\psi = \beta G_t`),
-      ``"value"`` (exact expectimax values from the belief tree: tiny problems only; its
-      :math:`\delta` marks optimal actions), ``"soft_value"`` (the optimal twist of the
-      twisted target) or ``"none"`` (:math:`\psi \equiv 1`).
+    * ``twist``: ``"reward"`` (:math:`\delta = [r_t > 0]`, terminal potential
+      :math:`e^{\beta G_H}`: lookahead by simulated rollouts), ``"reward_cumulative"`` (the myopic
+      twist :math:`e^{\beta G_t}` at every step), ``"value"`` (exact expectimax values from the
+      belief tree: tiny problems only; its :math:`\delta` marks optimal actions),
+      ``"soft_value"`` (the optimal twist of the twisted target) or ``"none"``
+      (:math:`\psi \equiv 1`).
 
-    ``lam`` is the NeSyFS :math:`\lambda` (default 5: a progressing step multiplies a weight
-    by :math:`e^5 \approx 148`); ``beta`` scales rewards and values in the twists.  The result's
+    The default is properly weighted twisted SMC for the target :math:`p_0\,e^{\beta G_H}`
+    (planning as inference) with the reward potential; ``weighting="nesyfs"`` is the paper's
+    rule (the default of the text-agent entry point).  ``lam`` is the NeSyFS :math:`\lambda`
+    (default 5: a progressing step multiplies a weight by :math:`e^5 \approx 148`); ``beta``
+    scales rewards and values in the twists.  The result's
     ``action`` is an action index (``result.action_name()`` gives its name).  See
     :func:`smcplan.planning.tsmc.tsmc` for ``weighting``, ``resampling``, ``ess_threshold``,
     ``choice`` and ``jit``.
@@ -105,13 +129,12 @@ def plan_pomdp(
     key = as_key(key)
     key_init, key_plan = jax.random.split(key)
     particles = pc.init_particles(pomdp, belief, key_init, int(num_particles))
-    root_belief = pomdp.b0 if belief is None else belief
 
     if isinstance(proposal, str):
         if proposal == "uniform":
             proposal = pc.UniformProposal(mask)
         elif proposal == "softmax":
-            proposal = pc.SoftmaxProposal(pomdp, mask, beta=beta)
+            proposal = pc.SoftmaxProposal(pomdp, mask, beta=proposal_beta)
         else:
             raise PlanningError(f"unknown proposal {proposal!r}; known: {', '.join(PROPOSALS)}, or a Proposal object")
     if isinstance(world_model, str):
@@ -121,10 +144,12 @@ def plan_pomdp(
     if isinstance(twist, str):
         if twist == "reward":
             twist = pc.RewardProgress(beta=beta)
+        elif twist == "reward_cumulative":
+            twist = pc.RewardProgress(beta=beta, cumulative=True)
         elif twist == "value":
-            twist = pc.ExactValueTwist(pomdp, root_belief, int(horizon), beta=beta, kind="expectimax", mask=mask)
+            twist = _value_twist(pomdp, belief, int(horizon), beta, "expectimax", mask)
         elif twist == "soft_value":
-            twist = pc.ExactValueTwist(pomdp, root_belief, int(horizon), beta=beta, kind="soft", mask=mask)
+            twist = _value_twist(pomdp, belief, int(horizon), beta, "soft", mask)
         elif twist == "none":
             twist = pc.NoTwist()
         else:

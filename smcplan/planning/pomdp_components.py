@@ -18,10 +18,11 @@ Components (each an ``equinox.Module``, so the planner can ``jit`` over them):
 * :class:`ExactWorldModel` — :math:`s' \sim T`, :math:`o \sim O`, exact belief update;
 * :class:`ObservedWorldModel` — :math:`s' \sim T`, observation clamped to given data, weight
   :math:`O(o_t \mid s', a)`: the bootstrap particle filter as a special case of the planner;
-* :class:`RewardProgress` — :math:`\delta_t = [r_t > \text{threshold}]`,
-  :math:`\log\psi_t = \beta G_t`;
-* :class:`ExactValueTwist` — :math:`\log\psi_t = \beta (G_t + \gamma^t V^*_{H-t}(b_t))`,
-  :math:`\log\phi = \beta G_H`, :math:`\delta_t = [a_t \in \arg\max_a Q^*_{H-t+1}(b_{t-1}, a)]`;
+* :class:`RewardProgress` — :math:`\delta_t = [r_t > \text{threshold}]`, terminal potential
+  :math:`\log\phi = \beta G_H` (and, optionally, the myopic twist :math:`\log\psi_t = \beta G_t`);
+* :class:`ExactValueTwist` — :math:`\log\psi_t = \beta (G_t + \gamma^t V^*_{H-t}(b_t))` (or the
+  soft optimal twist), :math:`\log\phi = \beta G_H`,
+  :math:`\delta_t = [a_t \in \arg\max_a Q^*_{H-t+1}(b_{t-1}, a)]`;
 * :class:`NoTwist` — :math:`\psi \equiv 1`, :math:`\delta \equiv 0`.
 
 Imports JAX, equinox, :mod:`smcplan.pomdp` and the planning protocols; no torch.
@@ -259,19 +260,30 @@ class ObservedWorldModel(eqx.Module):
 
 
 class RewardProgress(eqx.Module):
-    r"""Reward-based progress: :math:`\delta_t = [r_t > \text{threshold}]` and
-    :math:`\log\psi_t = \beta\, G_t` (so :math:`\psi_t/\psi_{t-1} = e^{\beta\gamma^{t-1} r_t}` and
-    the twisted target is :math:`p_0(x_{1:H})\, e^{\beta G_H}`)."""
+    r"""Reward-based progress: :math:`\delta_t = [r_t > \text{threshold}]` and the return as the
+    potential, so the twisted target is :math:`p_0(x_{1:H})\, e^{\beta G_H}`.
+
+    ``cumulative=False`` (default): :math:`\log\psi_t = 0` for :math:`t < H` and
+    :math:`\log\phi = \beta G_H` — no intermediate twist, so resampling cannot discard a
+    history before its reward arrives (lookahead by simulation; the weights are importance
+    weights of whole rollouts).  ``cumulative=True``: :math:`\log\psi_t = \beta G_t`, the
+    reward so far as the twist — myopic: resampling on it favours early reward, and on the
+    household "check first" case it makes the planner greedy (measured in docs/planning.md).
+    NeSyFS progress :math:`\delta_t` is myopic either way.
+    """
 
     beta: float = eqx.field(static=True)
     threshold: float = eqx.field(static=True)
+    cumulative: bool = eqx.field(static=True)
 
-    def __init__(self, beta: float = 1.0, threshold: float = 0.0) -> None:
-        self.beta, self.threshold = float(beta), float(threshold)
+    def __init__(self, beta: float = 1.0, threshold: float = 0.0, cumulative: bool = False) -> None:
+        self.beta, self.threshold, self.cumulative = float(beta), float(threshold), bool(cumulative)
 
     def __call__(self, key: jax.Array, particles: BeliefParticle, t: int, horizon: int) -> Score:
         delta = (particles.reward > self.threshold).astype(particles.ret.dtype)
-        return Score(delta=delta, log_psi=self.beta * particles.ret)
+        if self.cumulative or t == horizon:
+            return Score(delta=delta, log_psi=self.beta * particles.ret)
+        return Score(delta=delta, log_psi=jnp.zeros_like(particles.ret))
 
 
 class NoTwist(eqx.Module):
