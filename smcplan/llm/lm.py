@@ -41,6 +41,7 @@ import torch
 
 from smcplan.llm.constrained import GenerationError, OutputSpec, output_spec, spec_regex
 from smcplan.llm.scoring import score_cached, score_naive
+from smcplan.llm.vocab import outlines_vocabulary
 
 __all__ = ["LanguageModel", "Sample", "Prompt", "Usage"]
 
@@ -51,7 +52,8 @@ _DEFAULT_TEXT_TOKENS = 64
 
 @dataclass
 class Sample:
-    """One generated output: parsed ``value``, raw ``text``, ``logq``/``logp`` (see module doc).
+    """One generated output: parsed ``value``, raw ``text``, ``logq``/``logp`` (see module doc),
+    ``token_ids`` the generated tokens (end-of-sequence included when ``finished``).
 
     ``finished`` is False when generation stopped at ``max_new_tokens`` before end-of-sequence
     (only possible for unbounded output types; ``value`` is then the parse of the partial text,
@@ -64,6 +66,7 @@ class Sample:
     logp: float
     num_tokens: int
     finished: bool
+    token_ids: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -82,7 +85,7 @@ class Usage:
 @dataclass
 class _Runtime:
     processors: dict[str, Any] = field(default_factory=dict)
-    backend: Any = None
+    vocabulary: Any = None
 
 
 class LanguageModel:
@@ -165,15 +168,14 @@ class LanguageModel:
             return None
         rt = self._runtime
         if spec.key not in rt.processors:
-            if rt.backend is None:
-                import outlines
-                from outlines.backends.outlines_core import OutlinesCoreBackend
+            from outlines.backends.outlines_core import OutlinesCoreLogitsProcessor
+            from outlines_core import Index
 
-                # one vocabulary index per model (building it walks the whole vocabulary)
-                rt.backend = OutlinesCoreBackend(
-                    outlines.from_transformers(self.model, self.tokenizer)
-                )
-            rt.processors[spec.key] = rt.backend.get_regex_logits_processor(spec_regex(spec))
+            if rt.vocabulary is None:
+                # one vocabulary per model (building it walks the whole vocabulary once)
+                rt.vocabulary = outlines_vocabulary(self.tokenizer, self.eos_token_id)
+            index = Index(spec_regex(spec), rt.vocabulary)
+            rt.processors[spec.key] = OutlinesCoreLogitsProcessor(index, "torch")
         proc = rt.processors[spec.key]
         proc.reset()
         return proc
@@ -329,10 +331,9 @@ class LanguageModel:
         )
         samples: list[Sample] = []
         for i in range(R):
-            toks = gen_ids[i, : int(count[i])].tolist()
+            all_toks = gen_ids[i, : int(count[i])].tolist()
             finished = bool(done[i])
-            if finished and toks and toks[-1] in self.stop_token_ids:
-                toks = toks[:-1]
+            toks = all_toks[:-1] if finished and all_toks else all_toks
             text = self.tokenizer.decode(toks, skip_special_tokens=True)
             if spec.term is not None and spec.max_bytes is not None and not finished:
                 raise GenerationError(
@@ -346,7 +347,9 @@ class LanguageModel:
                     raise
                 value = None
             samples.append(
-                Sample(value, text, float(logq[i]), float(logp[i]), int(count[i]), finished)
+                Sample(
+                    value, text, float(logq[i]), float(logp[i]), int(count[i]), finished, all_toks
+                )
             )
         return [samples[k * n : (k + 1) * n] for k in range(len(prompts))]
 

@@ -40,3 +40,34 @@ class Role:
             )
         self.lm = lm
         self.assets = assets if assets is not None else load_role(self.asset_name, roles_dir)
+
+
+def _strip_strings(schema: Any) -> Any:
+    if isinstance(schema, dict):
+        if schema.get("type") == "string" and "maxLength" not in schema:
+            return {"const": ""}
+        return {k: _strip_strings(v) for k, v in schema.items()}
+    if isinstance(schema, list):
+        return [_strip_strings(v) for v in schema]
+    return schema
+
+
+def token_budget(schema: dict[str, Any], free_tokens: int) -> int:
+    """``max_new_tokens`` for a JSON answer whose unbounded strings share ``free_tokens`` tokens.
+
+    Everything but the unbounded strings is at most ``json_max_bytes`` bytes, hence at most that
+    many tokens (a token is >= 1 byte); so the answer's fixed part always fits and only the
+    free-text strings can be cut by the budget.
+    """
+    from smcplan.llm.constrained import json_max_bytes
+
+    fixed = json_max_bytes(_strip_strings(schema))
+    if fixed is None:
+        raise ValueError("token_budget needs a schema whose non-string parts are bounded")
+    return fixed + free_tokens + 1
+
+
+def close_string(partial: str) -> str:
+    """``partial`` (JSON cut inside a string) without a dangling escape, ready for ``'"'``."""
+    trailing = len(partial) - len(partial.rstrip("\\"))
+    return partial[:-1] if trailing % 2 == 1 else partial

@@ -3,20 +3,28 @@
 * :class:`Reflection`: for each proposed action, ``n`` answers ``{"thought", "answer": Yes|No}``
   are sampled in one batched call; the action is accepted iff the fraction of "Yes" is at least
   ``threshold`` (NeSyFS: n = 5, threshold 0.8, i.e. at least 4 of 5). A rejection returns the
-  thought of a "No" answer, to explain the rejection to the next proposal.
+  thought of a "No" answer, to explain the rejection to the next proposal. A thought cut by the
+  token budget is closed and its answer drawn from P(Yes | thought) ∝ p('Yes"}' | ·) vs
+  p('No"}' | ·) at the role's temperature, in one extra scoring call for all cut samples.
 * :class:`Critic`: the RLAW critic's JSON ``{logic_check: bool, safety_check: bool,
-  critique_score: 0..1, reason: str}``; the score is constrained to {0, 0.1, …, 1} so that the
-  JSON stays finite.
+  critique_score: 0..1, reason: str}``; the score is constrained to {0, 0.1, …, 1}; the budget
+  always leaves room for the fields before ``reason``, and a reason cut by it is closed.
 
 Must not import ``smcplan.memory`` or ``smcplan.envs``.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from smcplan.llm.roles.base import Role, check_lengths
+import numpy as np
+
+from smcplan.llm.roles.base import Role, check_lengths, close_string, token_budget
+
+_THOUGHT = re.compile(r'^\{ ?"thought" ?: ?"((?:[^"\\]|\\.)*)')
 
 __all__ = ["Reflection", "Verdict", "Critic", "Critique"]
 
@@ -61,13 +69,47 @@ class Reflection(Role):
             self.assets.messages(task=t, context=c, action=a)
             for t, c, a in zip(tasks, contexts, actions, strict=True)
         ]
+        cfg = self.assets.settings
+        seed = self.lm.derive_seed(seed)
+        budget = token_budget(self.assets.schema, cfg["max_new_tokens"])
         samples = self.lm.sample(
-            prompts, self.assets.schema, n=self.n, temperature=self.temperature, seed=seed
+            prompts,
+            self.assets.schema,
+            n=self.n,
+            temperature=self.temperature,
+            max_new_tokens=budget,
+            seed=seed,
         )
+        answers: dict[tuple[int, int], tuple[str, bool]] = {}
+        cut: list[tuple[int, int, str]] = []
+        for i, group in enumerate(samples):
+            for j, s in enumerate(group):
+                if s.finished:
+                    answers[i, j] = (s.value["thought"], s.value["answer"] == cfg["yes"])
+                else:
+                    m = _THOUGHT.match(s.text)
+                    cut.append((i, j, close_string(m.group(1)) if m else ""))
+        if cut:
+            rows_p, rows_a, rows_c = [], [], []
+            for i, _, raw in cut:
+                prefix = '{"thought": "' + raw + '", "answer": "'
+                for word in (cfg["yes"], cfg["no"]):
+                    rows_p.append(prompts[i])
+                    rows_a.append(prefix)
+                    rows_c.append(word + '"}')
+            scores = self.lm.logprob(rows_p, rows_c, add_eos=True, assistant_prefix=rows_a)
+            rng = np.random.default_rng(seed + 1)
+            for k, (i, j, raw) in enumerate(cut):
+                ly, ln = scores[2 * k], scores[2 * k + 1]
+                if self.temperature == 0:
+                    yes = bool(ly >= ln)
+                else:
+                    yes = bool(rng.random() < 1.0 / (1.0 + np.exp((ln - ly) / self.temperature)))
+                answers[i, j] = (json.loads('"' + raw + '"'), yes)
         out = []
-        for group in samples:
-            votes = [s.value["answer"] == "Yes" for s in group]
-            thoughts = [s.value["thought"] for s in group]
+        for i, group in enumerate(samples):
+            votes = [answers[i, j][1] for j in range(len(group))]
+            thoughts = [answers[i, j][0] for j in range(len(group))]
             frac = sum(votes) / len(votes)
             noes = [z for z, v in zip(thoughts, votes, strict=True) if not v]
             out.append(
@@ -122,9 +164,17 @@ class Critic(Role):
             self.assets.messages(task=t, context=c, thought=z, action=a)
             for t, c, z, a in zip(tasks, contexts, thoughts, actions, strict=True)
         ]
-        outs = self.lm.generate(
-            prompts, self.assets.schema, temperature=self.temperature, seed=seed
+        budget = token_budget(self.assets.schema, self.assets.settings["max_new_tokens"])
+        samples = self.lm.sample(
+            prompts,
+            self.assets.schema,
+            temperature=self.temperature,
+            max_new_tokens=budget,
+            seed=seed,
         )
+        outs = [
+            s.value if s.finished else json.loads(close_string(s.text) + '"}') for (s,) in samples
+        ]
         return [
             Critique(
                 bool(o["logic_check"]),

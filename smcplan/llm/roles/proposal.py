@@ -14,8 +14,9 @@ reuses its KV cache for all its actions. Ending each answer with EOS makes prefi
 vs "take coin from table") compete fairly.
 
 With ``think=True`` a thought is first sampled for every particle in one batched call, constrained
-by the role's ``thought_regex``; its log-probability is reported as ``thought_logq`` (q of the
-thought, which is an auxiliary variable of the proposal).
+by the role's ``thought_regex`` and cut at ``thought_max_new_tokens`` (``role.json``); its
+log-probability is reported as ``thought_logq`` (q of the thought, an auxiliary variable of the
+proposal).
 
 Must not import ``smcplan.memory`` or ``smcplan.envs``.
 """
@@ -102,6 +103,7 @@ def _thoughts(lm, assets, prompts, prefixes, temperature, seed) -> tuple[list[st
         prompts,
         Regex(assets.settings["thought_regex"]),
         temperature=temperature,
+        max_new_tokens=assets.settings["thought_max_new_tokens"],
         seed=seed,
         assistant_prefix=prefixes,
     )

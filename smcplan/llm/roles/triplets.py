@@ -1,7 +1,9 @@
 """NeSyFS triplet extraction: observation (+ action) → knowledge-graph triplets.
 
 The answer is constrained to ``models/roles/triplets/schema.json``: ``{"triplets": [[s, r, o], ...]}``
-with at most 8 triplets of non-empty strings of at most 24 characters. The prompt asks for the
+of non-empty strings, within a budget of ``max_new_tokens`` tokens (``role.json``); an answer cut
+by the budget keeps its complete triplets. At most ``max_triplets`` triplets are kept and
+triplets with an element longer than ``max_chars`` are dropped. The prompt asks for the
 three NeSyFS forms: entity–relation–entity, entity–attribute–value and entity–past-tense-verb–entity.
 Triplets are returned as plain ``(subject, relation, object)`` string tuples, stripped and
 de-duplicated in order; the memory layer turns them into its own ``Triplet`` type.
@@ -11,9 +13,20 @@ Must not import ``smcplan.memory`` or ``smcplan.envs``.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Sequence
 
 from smcplan.llm.roles.base import Role, check_lengths
+
+_STR = r'"(?:[^"\\]|\\.)*"'
+_TRIPLE = re.compile(r"\[ ?(" + _STR + r") ?, ?(" + _STR + r") ?, ?(" + _STR + r") ?\]")
+
+
+def complete_triplets(text: str) -> list[list[str]]:
+    """The complete ``[s, r, o]`` groups of a (possibly truncated) triplet answer."""
+    return [[json.loads(g) for g in m.groups()] for m in _TRIPLE.finditer(text)]
+
 
 __all__ = ["TripletExtractor"]
 
@@ -45,15 +58,21 @@ class TripletExtractor(Role):
             self.assets.messages(observation=o, action=a)
             for o, a in zip(observations, acts, strict=True)
         ]
-        outputs = self.lm.generate(
-            prompts, self.assets.schema, temperature=self.temperature, seed=seed
+        cfg = self.assets.settings
+        samples = self.lm.sample(
+            prompts,
+            self.assets.schema,
+            temperature=self.temperature,
+            max_new_tokens=cfg["max_new_tokens"],
+            seed=seed,
         )
         result = []
-        for out in outputs:
+        for (sample,) in samples:
+            raw = sample.value["triplets"] if sample.finished else complete_triplets(sample.text)
             seen: dict[tuple[str, str, str], None] = {}
-            for triple in out["triplets"]:
+            for triple in raw:
                 s, r, o = (str(x).strip() for x in triple)
-                if s and r and o:
+                if s and r and o and max(len(s), len(r), len(o)) <= cfg["max_chars"]:
                     seen.setdefault((s, r, o), None)
-            result.append(list(seen))
+            result.append(list(seen)[: cfg["max_triplets"]])
         return result

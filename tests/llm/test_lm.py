@@ -1,0 +1,182 @@
+"""Specification of LanguageModel.sample/generate/logprob on the tiny random-weight model."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from smcplan.llm.constrained import GenerationError, json_max_bytes, output_spec
+
+
+def manual_logprob(lm, prompt, continuation_ids):
+    """Σ_j log p(y_j | x, y_<j) from one unpadded forward pass over prompt + continuation."""
+    p_ids = lm.encode_prompt(prompt)
+    ids = torch.tensor([p_ids + list(continuation_ids)])
+    with lm._threading(), torch.inference_mode():
+        logp = torch.log_softmax(lm.model(input_ids=ids).logits.float(), -1)[0]
+    m = len(continuation_ids)
+    if m == 0:
+        return 0.0
+    positions = torch.arange(len(p_ids) - 1, len(p_ids) - 1 + m)
+    return float(logp[positions, torch.tensor(continuation_ids)].sum())
+
+
+PROMPTS = ["look", "look", "look", "you are in a much longer kitchen prompt with a table", "a"]
+CONTS = ["go north", "take coin from table", "x", "open the fridge", "é ünïcode ✓"]
+
+
+@pytest.mark.parametrize("reuse_cache", [True, False])
+def test_logprob_equals_manual_per_token_sum(tiny, reuse_cache):
+    got = tiny.logprob(PROMPTS, CONTS, reuse_cache=reuse_cache)
+    want = [
+        manual_logprob(tiny, p, tiny.encode_continuation(c))
+        for p, c in zip(PROMPTS, CONTS, strict=True)
+    ]
+    # float32 forward passes of different batch shapes agree to ~1e-6 relative
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_logprob_with_eos_adds_the_end_of_turn_token(tiny):
+    got = tiny.logprob(PROMPTS, CONTS, add_eos=True)
+    want = [
+        manual_logprob(tiny, p, tiny.encode_continuation(c) + [tiny.eos_token_id])
+        for p, c in zip(PROMPTS, CONTS, strict=True)
+    ]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_logprob_small_chunks_give_the_same_scores(tiny):
+    whole = tiny.logprob(PROMPTS, CONTS)
+    chunked = tiny.logprob(PROMPTS, CONTS, max_batch_tokens=16)
+    np.testing.assert_allclose(whole, chunked, rtol=1e-4, atol=1e-4)
+
+
+def test_logprob_of_empty_continuation_is_zero_and_chat_messages_work(tiny):
+    chat = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]
+    got = tiny.logprob([chat, "hi"], ["", "x"])
+    assert got[0] == 0.0
+    assert got[1] == pytest.approx(
+        manual_logprob(tiny, "hi", tiny.encode_continuation("x")), abs=1e-4
+    )
+
+
+def test_logprob_rejects_mismatched_or_string_inputs(tiny):
+    with pytest.raises(ValueError, match="2 prompts but 1 continuations"):
+        tiny.logprob(["a", "b"], ["x"])
+    with pytest.raises(TypeError, match="lists"):
+        tiny.logprob("a", "x")
+
+
+def test_prompt_uses_the_chat_template_with_generation_prompt(tiny):
+    text = tiny.format_prompt(
+        [{"role": "system", "content": "S"}, {"role": "user", "content": "U"}], "pre"
+    )
+    assert (
+        text
+        == "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\npre"
+    )
+
+
+def test_sample_logp_is_the_model_log_probability_of_the_generated_tokens(tiny):
+    (group,) = tiny.sample(["tell me"], None, n=3, max_new_tokens=8, seed=3)
+    for s in group:
+        assert s.num_tokens == len(s.token_ids)
+        assert s.logp == pytest.approx(manual_logprob(tiny, "tell me", s.token_ids), abs=1e-3)
+        # unconstrained, T = 1, top_p = 1: the proposal is the model itself
+        assert s.logq == pytest.approx(s.logp, abs=1e-6)
+
+
+def test_constrained_logq_is_at_least_logp(tiny):
+    # q_t = m_t p_t / Σ m p  with Σ m p <= 1, so log q >= log p token by token
+    out = tiny.sample(["pick"] * 4, ["go north", "go south", "take coin from table"], seed=0)
+    for (s,) in out:
+        assert s.finished
+        assert s.logq >= s.logp - 1e-9
+        assert s.logq <= 1e-9
+
+
+def test_same_seed_same_outputs_different_seed_differs(tiny):
+    a = tiny.generate(["x", "y"], None, n=2, max_new_tokens=12, seed=7)
+    b = tiny.generate(["x", "y"], None, n=2, max_new_tokens=12, seed=7)
+    c = tiny.generate(["x", "y"], None, n=2, max_new_tokens=12, seed=8)
+    assert a == b
+    assert a != c
+
+
+def test_unseeded_calls_follow_the_construction_seed(tmp_path):
+    from smcplan.llm.testing import tiny_model
+
+    first, second = tiny_model(seed=0), tiny_model(seed=0)
+    assert [first.generate(["q"], None, max_new_tokens=6) for _ in range(2)] == [
+        second.generate(["q"], None, max_new_tokens=6) for _ in range(2)
+    ]
+
+
+def test_tiny_top_p_is_greedy(tiny):
+    greedy = tiny.generate(["x", "yy"], None, max_new_tokens=10, temperature=0)
+    nucleus = tiny.generate(
+        ["x", "yy"], None, max_new_tokens=10, temperature=1.0, top_p=1e-9, seed=1
+    )
+    assert greedy == nucleus
+
+
+def test_n_samples_shape(tiny):
+    out = tiny.generate(["a", "b", "c"], ["u", "v"], n=4, seed=0)
+    assert len(out) == 3 and all(len(g) == 4 for g in out)
+    assert all(x in ("u", "v") for g in out for x in g)
+
+
+def test_pydantic_and_schema_outputs_parse(tiny):
+    from pydantic import BaseModel, Field
+
+    class Answer(BaseModel):
+        name: str = Field(max_length=10)
+        ok: bool
+
+    out = tiny.generate(["a", "bb"], Answer, seed=0)
+    assert all(isinstance(x, Answer) and len(x.name) <= 10 for x in out)
+
+
+def test_json_outputs_stay_within_the_byte_bound(tiny):
+    import jsonschema
+
+    from smcplan.llm.templates import load_role
+
+    schema = load_role("critic").schema
+    bound = json_max_bytes(schema)
+    samples = tiny.sample(["judge"] * 6, schema, temperature=1.5, seed=11)
+    for (s,) in samples:
+        jsonschema.validate(s.value, schema)
+        assert len(s.text.encode()) <= bound
+        assert s.num_tokens <= bound + 1
+
+
+def test_truncated_json_raises_generation_error(tiny):
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "string", "minLength": 5, "maxLength": 9}},
+        "required": ["a"],
+    }
+    with pytest.raises(GenerationError, match="truncated"):
+        tiny.generate(["x"], schema, max_new_tokens=2, seed=0)
+
+
+def test_output_spec_errors_name_the_bad_value():
+    with pytest.raises(TypeError, match="unsupported output type 3"):
+        output_spec(3)
+    with pytest.raises(ValueError, match="at least one option"):
+        output_spec([])
+
+
+def test_json_max_bytes_of_known_shapes():
+    s = {"type": "object", "properties": {"b": {"type": "boolean"}}, "required": ["b"]}
+    # '{ "b" : false }' with every optional space: 2 braces + 2 spaces + '"b"' + 4 spaces/comma slots + ':' ',' + 5
+    assert (
+        json_max_bytes(s) >= len(json.dumps({"b": False}, separators=(" , ", " : ")).encode()) + 2
+    )
+    assert json_max_bytes({"type": "string"}) is None
+    assert json_max_bytes({"type": "number"}) is None
+    assert json_max_bytes({"enum": ["Yes", "No"]}) == 5
