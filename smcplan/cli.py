@@ -243,7 +243,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\ninterrupted; re-run the same command to resume", file=sys.stderr)
         return 130
-    except (ValueError, FileNotFoundError) as exc:
+    except (ValueError, FileNotFoundError, ImportError) as exc:
         if os.environ.get("SMCPLAN_DEBUG"):
             raise
         print(f"smcplan {args.command}: error: {exc}", file=sys.stderr)

@@ -615,6 +615,8 @@ def run_eval(
     (task, thoughts, actions, feedback) as it happens.
     """
     paths = RunPaths(config.out)
+    if make_agent is None:
+        _agent_factory(config.agent)  # unknown agent names fail before anything is written
     if specs is None:
         specs = resolve_episodes(
             config.envs,
@@ -694,10 +696,14 @@ def _run_one(
         try:
             try:
                 env = pool.get(spec)
+            except (ValueError, TypeError, ImportError):
+                raise  # a bad env name or option, or a missing benchmark: fatal, not an episode error
             except Exception as exc:  # noqa: BLE001 - the backend failed to start
                 raise _EpisodeFailed("env", exc) from exc
             try:
                 agent = make_agent(config.agent, lm, agent_seed, dict(config.agent_config))
+            except (ValueError, TypeError):
+                raise  # a bad agent name or option: fatal for the sweep, not an episode error
             except Exception as exc:  # noqa: BLE001
                 raise _EpisodeFailed("agent", exc) from exc
             run_episode(

@@ -293,3 +293,15 @@ def test_llm_agent_runs_with_its_model_loaded_once_and_reruns_an_episode_identic
     paths.summary(summaries[1]["episode"]).unlink()
     run_eval(cfg, load_lm=load_lm, progress=False)
     assert len(loads) == 2 and trajectories(out) == before
+
+
+def test_unknown_env_or_agent_is_a_usage_error_not_an_error_episode(tmp_path, capsys):
+    base = ["eval", "--seeds", str(DEV), "--no-progress"]
+    out = tmp_path / "a"
+    assert main([*base, "--env", "twx:coin", "--agent", "rnd", "--out", str(out)]) == 2
+    assert "unknown agent 'rnd'; known: nesyfs, random, react" in capsys.readouterr().err
+    assert not out.exists()  # nothing written
+    out = tmp_path / "b"
+    assert main([*base, "--env", "twx:con", "--agent", "random", "--out", str(out)]) == 2
+    assert "unknown env 'twx:con' (did you mean twx:coin" in capsys.readouterr().err
+    assert not RunPaths(out).summaries()
