@@ -140,16 +140,26 @@ def test_pydantic_and_schema_outputs_parse(tiny):
     assert all(isinstance(x, Answer) and len(x.name) <= 10 for x in out)
 
 
-def test_json_outputs_stay_within_the_byte_bound(tiny):
+BOUNDED = {
+    "type": "object",
+    "properties": {
+        "ok": {"type": "boolean"},
+        "score": {"enum": [0.0, 0.5, 1.0]},
+        "tags": {"type": "array", "maxItems": 3, "items": {"type": "string", "maxLength": 4}},
+        "reason": {"type": "string", "minLength": 1, "maxLength": 12},
+    },
+    "required": ["ok", "score", "tags", "reason"],
+}
+
+
+def test_bounded_json_never_truncates_and_stays_within_the_byte_bound(tiny):
     import jsonschema
 
-    from smcplan.llm.templates import load_role
-
-    schema = load_role("critic").schema
-    bound = json_max_bytes(schema)
-    samples = tiny.sample(["judge"] * 6, schema, temperature=1.5, seed=11)
+    bound = json_max_bytes(BOUNDED)
+    samples = tiny.sample(["judge"] * 6, BOUNDED, temperature=1.5, seed=11)
     for (s,) in samples:
-        jsonschema.validate(s.value, schema)
+        assert s.finished
+        jsonschema.validate(s.value, BOUNDED)
         assert len(s.text.encode()) <= bound
         assert s.num_tokens <= bound + 1
 
