@@ -54,7 +54,8 @@ def test_all_120_floor_plans_load_with_unique_static_receptacles():
         assert fp.receptacles, n
         for r in fp.receptacles:
             assert r.rtype in STATIC, (n, r)
-            assert re.fullmatch(r"loc\|-?\d+\|-?\d+\|\d+\|-?\d+", r.location), r.location
+            assert re.fullmatch(r"loc(\|-?\d+){4}(\|\d+)?", r.location), r.location
+        assert len({r.location for r in fp.receptacles}) == len(ids), n  # one location each
         assert fp.room_type == next(k for k, v in C.SCENE_TYPE.items() if n in v)
 
 

@@ -6,6 +6,14 @@ TextWorld's ``PddlEnv`` (fast-downward grounds the ``alfred`` domain) wrapped by
 hand-coded expert (``HandCodedTWAgent``), which explores receptacles with ALFRED's
 object-location priors and reads ``traj_data.json`` beside ``game.tw-pddl`` for the goal.
 
+ALFWorld 0.4.0 renamed the place action ``put X in/on Y`` to ``move X to Y`` (alfworld PR #94)
+but the hand-coded expert's bookkeeping (``BasePolicy.update_state_tracking``) still looks for
+"put" in the last command: after placing an object it believes it still holds it, so in
+``pick_two_obj_and_place`` it wanders until its random escapes succeed (walkthroughs of 100+
+steps, frequent failures; measured here). :func:`make_tw_env` therefore wraps the expert so
+that it is *told* the last command in the old spelling; the engine still receives and
+answers the command as given.
+
 The expert draws from Python's global ``random`` (ties between visible objects, escapes from
 repeated actions); :func:`expert_walkthrough` seeds it and restores its state afterwards, so
 a walkthrough is a deterministic function of the game and the seed.
@@ -16,7 +24,9 @@ Must not import anything from ``smcplan`` above ``smcplan.envs``.
 from __future__ import annotations
 
 import contextlib
+import functools
 import random
+import re
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -43,16 +53,42 @@ def preserved_globals(seed: int | None = None) -> Iterator[None]:
         sys.argv[:] = argv
 
 
+_MOVE = re.compile(r"^move (.+) to (.+)$")
+
+
+def pre_040_spelling(command: str) -> str:
+    """``"move apple 1 to fridge 1"`` -> ``"put apple 1 in/on fridge 1"`` (other commands as is)."""
+    return _MOVE.sub(r"put \1 in/on \2", command)
+
+
+@functools.cache
+def _move_aware_expert_class() -> type:
+    AlfredExpert = _deps.tw_modules()[4]
+
+    class MoveAwareAlfredExpert(AlfredExpert):  # type: ignore[misc, valid-type]
+        """``AlfredExpert`` whose hand-coded expert sees ``move`` commands spelled ``put``."""
+
+        def _gather_infos(self) -> None:
+            actual = self.prev_command
+            self.prev_command = pre_040_spelling(actual)
+            try:
+                super()._gather_infos()
+            finally:
+                self.prev_command = actual
+
+    return MoveAwareAlfredExpert
+
+
 def make_tw_env(expert: bool = False) -> Any:
     """A fresh ``PddlEnv`` with ALFWorld's wrappers (and the hand-coded expert if ``expert``),
     with :mod:`~smcplan.envs.alfworld_gen.speedups` in place unless they were turned off."""
-    textworld, PddlEnv, AlfredDemangler, AlfredInfos, AlfredExpert = _deps.tw_modules()
+    textworld, PddlEnv, AlfredDemangler, AlfredInfos, _ = _deps.tw_modules()
     speedups.ensure()
     extras = ["gamefile"] + (["expert_plan"] if expert else [])
     infos = textworld.EnvInfos(admissible_commands=True, won=True, extras=extras)
     env = AlfredInfos(AlfredDemangler(PddlEnv(infos), shuffle=False))
     if expert:
-        env = AlfredExpert(env, expert_type="handcoded")
+        env = _move_aware_expert_class()(env, expert_type="handcoded")
     return env
 
 

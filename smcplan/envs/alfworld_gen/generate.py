@@ -44,7 +44,7 @@ from smcplan.envs.alfworld_gen.scene import (
     sample_scene,
 )
 
-VERSION = 1  # bump when the generated files change; part of the cache path
+VERSION = 2  # bump when the generated files change; part of the cache path
 MAX_ATTEMPTS = 12
 NOT_OFFICIAL = (
     "Synthetic ALFWorld-engine game generated offline by smcplan from the alfworld "

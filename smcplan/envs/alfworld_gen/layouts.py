@@ -13,8 +13,11 @@ A :class:`FloorPlan` keeps the static receptacles (ALFRED's ``RECEPTACLES`` minu
 ``loc|X|Z|rotation|horizon`` (``X = x / 0.25``, ALFRED's own location naming). Receptacle
 classes listed in ``objects.json`` but without a pose in ``openable.json`` (garbage cans,
 coffee machines, stove burners, toilets, towel holders, ...) get exactly one instance whose
-location is a reachable floor point drawn by a generator seeded with the floor plan and the
-class only, so a floor plan's geometry never depends on the game seed.
+location is a free reachable floor point drawn by a generator seeded with the floor plan and
+the class only, so a floor plan's geometry never depends on the game seed. Every receptacle
+gets its own location: 15% of ALFRED's poses are shared by several receptacles (stacked
+drawers), which makes "go to drawer 2" inadmissible while standing at drawer 1 and derails
+ALFWorld's hand-coded expert; a shared pose gets numbered variants ``loc|...|2``.
 
 Must not import textworld or anything from ``smcplan`` above ``smcplan.envs``.
 """
@@ -79,6 +82,12 @@ def _loc(x: float, z: float, rotation: float, horizon: float) -> str:
     return f"loc|{gx}|{gz}|{round(rotation)}|{round(horizon)}"
 
 
+def grid_point(location: str) -> tuple[int, int]:
+    """The floor grid point ``(X, Z)`` of a location id ``loc|X|Z|rotation|horizon[|k]``."""
+    _, gx, gz = location.split("|")[:3]
+    return int(gx), int(gz)
+
+
 def room_type(number: int) -> str:
     """ALFRED's scene type of floor plan ``number`` (``constants.SCENE_TYPE``)."""
     for name, numbers in _deps.constants().SCENE_TYPE.items():
@@ -130,38 +139,46 @@ def load_floor_plan(number: int) -> FloorPlan:
     )
 
     static = set(c.RECEPTACLES) - set(c.MOVABLE_RECEPTACLES)
-    receptacles: list[Receptacle] = []
+    posed: list[tuple[str, str, str]] = []  # (object_id, class, pose location)
     for object_id in sorted(poses):
         rtype = _receptacle_class(object_id)
-        if rtype not in static:
-            continue
-        receptacles.append(Receptacle(object_id, rtype, _loc(*poses[object_id])))
+        if rtype in static:
+            posed.append((object_id, rtype, _loc(*poses[object_id])))
 
     # Receptacle classes named by objects.json (Sink/Bathtub stand for their basins) but
-    # without an interaction pose: one instance at a floor point fixed by (plan, class).
+    # without an interaction pose: one instance at a free floor point fixed by (plan, class).
     named = {
         ("SinkBasin" if o == "Sink" else "BathtubBasin" if o == "Bathtub" else o)
         for o in object_classes
     }
-    have = {r.rtype for r in receptacles}
-    for rtype in sorted((named & static) - have):
+    occupied = {grid_point(loc) for _, _, loc in posed}
+    drawn: list[tuple[str, str, str]] = []
+    for rtype in sorted((named & static) - {t for _, t, _ in posed}):
         rng = random.Random(f"smcplan/alfworld/floorplan/{number}/{rtype}")
-        gx, gz = rng.choice(floor_points)
+        free = [p for p in floor_points if p not in occupied] or list(floor_points)
+        gx, gz = rng.choice(free)
+        occupied.add((gx, gz))
         rotation = rng.choice((0, 90, 180, 270))
-        object_id = f"{rtype}|{gx * AGENT_STEP_SIZE:+06.2f}|+00.00|{gz * AGENT_STEP_SIZE:+06.2f}"
-        receptacles.append(
-            Receptacle(
-                object_id,
-                rtype,
-                _loc(gx * AGENT_STEP_SIZE, gz * AGENT_STEP_SIZE, rotation, 30),
-                synthetic=True,
-            )
-        )
+        x, z = gx * AGENT_STEP_SIZE, gz * AGENT_STEP_SIZE
+        drawn.append((f"{rtype}|{x:+06.2f}|+00.00|{z:+06.2f}", rtype, _loc(x, z, rotation, 30)))
+
+    # One location per receptacle: ALFRED poses shared by several receptacles (stacked drawers,
+    # a shelf above a cabinet) get a numbered variant, so "go to <receptacle>" always moves.
+    receptacles: list[Receptacle] = []
+    used: set[str] = set()
+    synthetic = {object_id for object_id, _, _ in drawn}
+    for object_id, rtype, loc in sorted(posed + drawn):
+        unique, k = loc, 1
+        while unique in used:
+            k += 1
+            unique = f"{loc}|{k}"
+        used.add(unique)
+        receptacles.append(Receptacle(object_id, rtype, unique, object_id in synthetic))
 
     return FloorPlan(
         number=number,
         room_type=room_type(number),
-        receptacles=tuple(sorted(receptacles, key=lambda r: r.object_id)),
+        receptacles=tuple(receptacles),
         object_classes=object_classes,
         floor_points=floor_points,
     )

@@ -29,7 +29,7 @@ import random
 from dataclasses import dataclass
 
 from smcplan.envs.alfworld_gen import _deps
-from smcplan.envs.alfworld_gen.layouts import FloorPlan, Receptacle
+from smcplan.envs.alfworld_gen.layouts import FloorPlan, Receptacle, grid_point
 
 # Our short task names -> ALFWorld / ALFRED task types.
 TASK_TYPES: dict[str, str] = {
@@ -191,7 +191,7 @@ def sample_scene(task_type: str, fp: FloorPlan, rng: random.Random) -> Scene:
             host = rng.choice(hosts)
             objects.append(SceneObject(_object_id(lamp, host, rng, taken), lamp, host.object_id))
 
-    occupied = {tuple(int(v) for v in r.location.split("|")[1:3]) for r in fp.receptacles}
+    occupied = {grid_point(r.location) for r in fp.receptacles}
     free = [p for p in fp.floor_points if p not in occupied]
     gx, gz = rng.choice(free or list(fp.floor_points))
     agent_location = f"loc|{gx}|{gz}|{rng.choice((0, 90, 180, 270))}|30"
