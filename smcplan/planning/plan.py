@@ -85,7 +85,7 @@ def plan_pomdp(
     horizon: int = 3,
     *,
     weighting: str = "twisted",
-    lam: float = 5.0,
+    lam: float = 1.0,
     proposal: str | Proposal = "uniform",
     world_model: str | WorldModel = "exact",
     twist: str | Twist = "reward",
@@ -116,7 +116,8 @@ def plan_pomdp(
     The default is properly weighted twisted SMC for the target :math:`p_0\,e^{\beta G_H}`
     (planning as inference) with the reward potential; ``weighting="nesyfs"`` is the paper's
     rule (the default of the text-agent entry point).  ``lam`` is the NeSyFS :math:`\lambda`
-    (default 5: a progressing step multiplies a weight by :math:`e^5 \approx 148`); ``beta``
+    (a progressing step multiplies a weight by :math:`e^\lambda`; with the exact value twist,
+    the optimal first action gets mass about :math:`e^\lambda / (e^\lambda + |A| - 1)`); ``beta``
     scales rewards and values in the twists.  The result's
     ``action`` is an action index (``result.action_name()`` gives its name).  See
     :func:`smcplan.planning.tsmc.tsmc` for ``weighting``, ``resampling``, ``ess_threshold``,
