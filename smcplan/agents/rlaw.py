@@ -1,0 +1,338 @@
+r"""RLAW (arXiv 2607.17038): an actor proposes JSON, a critic scores it, low scores are retried.
+
+One step:
+
+1. **memory** — the serialised graph memory: the facts the task retrieves from the agent's
+   :class:`smcplan.memory.KnowledgeGraph`, updated every step (``context="kg"``,
+   :class:`~smcplan.agents.beliefs.KGBelief`); the ablation ``graph_memory=False`` shows the
+   recent trajectory instead (``context="history"``; ``history_tokens=0`` shows nothing);
+2. **actor** — writes ``{"thought": z, "action": b}`` at temperature 0.2 with top-p 0.9
+   (``decoding="json"``, the paper's setting; :class:`JSONActor`). The free action ``b`` is mapped
+   onto the admissible set: itself or its case/space-folded form when admissible, else the
+   admissible action with the highest log-probability in the answer's action slot after the same
+   thought (``mapping="logprob"``; every proposal records ``raw_action``, ``mapping`` and
+   ``mapped``). ``decoding="scored"`` uses :class:`smcplan.llm.RLAWActor` instead (the action
+   drawn over the admissible set by exact scoring; no nucleus);
+3. **critic** — :class:`smcplan.llm.Critic` answers ``{logic_check, safety_check,
+   critique_score, reason}``; the proposal is accepted iff ``critique_score >= tau`` (0.7).
+   Otherwise the reason is fed back to the actor, which proposes again — at most
+   ``max_regenerations`` = 3 times (4 proposals in all); if none is accepted the best-scored
+   proposal is executed (the first among equals; ``executed="fallback"``). This is
+   :meth:`LLMAgent.generate_and_test` with the actor as proposer and the critic as judge;
+4. **return** — the critique of the executed proposal is the step's
+   :math:`R^{\mathrm{crit}}_t` (its ``critique_score``; 0 without a critic) and the agent keeps
+
+   .. math:: G = \sum_t \gamma^t \left(R^{\mathrm{env}}_t + \lambda R^{\mathrm{crit}}_t\right),
+      \qquad \gamma = 0.95,\ \lambda = 0.5,
+
+   with :math:`R^{\mathrm{env}}_t = s_{t+1} - s_t` the change of the environment's normalised
+   score after action :math:`a_t` (known at the next step, or at ``end_episode`` for the last).
+
+Step records add ``r_critique``, ``rlaw_r_env_previous`` (R_env of the previous step, ``None``
+at the first), ``rlaw_return`` (G over the steps whose R_env is known) and ``kg_retrieved``.
+After ``end_episode``, :attr:`RLAWAgent.episode_return` is the full G and
+:attr:`RLAWAgent.episode_rewards` the per-step terms.
+
+Ablations: ``use_critic=False`` (execute the actor's first proposal), ``graph_memory=False``.
+
+Imports the agents' shared parts and, lazily, ``smcplan.llm``; never ``smcplan.eval`` /
+``smcplan.cli``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from smcplan.agents.beliefs import KGBelief
+from smcplan.agents.llm_agent import Candidate, Decision, Judgement, LLMAgent
+from smcplan.agents.record import StepRecord
+from smcplan.agents.zeroshot import JSON_TEXT, match_admissible
+
+__all__ = ["RLAWAgent", "JSONActor", "ScoredActor", "discounted_return"]
+
+DECODINGS = ("json", "scored")
+
+
+def discounted_return(
+    r_env: list[float], r_critique: list[float], gamma: float = 0.95, lam: float = 0.5
+) -> float:
+    r""":math:`\sum_t \gamma^t (R^{\mathrm{env}}_t + \lambda R^{\mathrm{crit}}_t)` (module docstring)."""
+    if len(r_env) != len(r_critique):
+        raise ValueError(f"got {len(r_env)} env rewards but {len(r_critique)} critique rewards")
+    return float(sum(gamma**t * (e + lam * c) for t, (e, c) in enumerate(zip(r_env, r_critique))))
+
+
+class JSONActor:
+    """The RLAW actor with free JSON decoding (module docstring, step 2).
+
+    ``actor(task, context, admissible, critique, seed) -> Candidate``: one sample of the
+    ``rlaw_actor`` role's answer ``{"thought": z, "action": b}`` at ``temperature``/``top_p``,
+    both strings escape-free (:data:`~smcplan.agents.zeroshot.JSON_TEXT`) within
+    ``thought_tokens + action_tokens`` new tokens; its action mapped onto ``admissible``. An answer
+    cut by the budget keeps what it has (``cut`` is recorded; a missing action is mapped by
+    log-probability). The candidate's ``logq``/``logp`` are those of the whole JSON answer.
+    """
+
+    SEP = '", "action": "'
+
+    def __init__(
+        self,
+        lm: Any,
+        temperature: float = 0.2,
+        top_p: float = 0.9,
+        thought_tokens: int = 64,
+        action_tokens: int = 24,
+    ) -> None:
+        from smcplan.llm.templates import load_role
+
+        if thought_tokens < 1 or action_tokens < 1:
+            raise ValueError(
+                f"need thought_tokens, action_tokens >= 1; got {thought_tokens}, {action_tokens}"
+            )
+        self.lm = lm
+        self.assets = load_role("rlaw_actor")
+        self.temperature = float(temperature)
+        self.top_p = float(top_p)
+        self.regex = JSON_TEXT + self.SEP + JSON_TEXT + r'"\}'
+        self.max_new_tokens = int(thought_tokens) + int(action_tokens) + len(self.SEP) + 3
+
+    def __call__(
+        self,
+        task: str,
+        context: str,
+        admissible: list[str],
+        critique: str | None = None,
+        seed: int | None = None,
+    ) -> Candidate:
+        from outlines.types import Regex
+
+        from smcplan.llm.roles.proposal import choose
+
+        prompt = self.assets.messages(
+            task=task, context=context, admissible=admissible, critique=critique
+        )
+        ((sample,),) = self.lm.sample(
+            [prompt],
+            Regex(self.regex),
+            temperature=self.temperature,
+            top_p=self.top_p,
+            max_new_tokens=self.max_new_tokens,
+            seed=seed,
+            assistant_prefix=self.assets.prefix(thought=None),  # '{"thought": "'
+        )
+        body = sample.text[: -len('"}')] if sample.finished else sample.text
+        thought, sep, rest = body.partition(self.SEP)
+        raw = rest if sep else None
+        action, how = match_admissible(raw, admissible)
+        logp_action = None
+        if action is None:
+            ((k, _logq, logp_action, _),) = choose(
+                self.lm,
+                [prompt],
+                [self.assets.prefix(thought=thought)],
+                [admissible],
+                0.0,
+                None if seed is None else seed + 1,
+                self.assets.settings["action_suffix"],
+                escape_json=True,
+            )
+            action, how = admissible[k], "logprob"
+        return Candidate(
+            action,
+            thought.strip(),
+            float(sample.logq),
+            float(sample.logp),
+            "actor",
+            {
+                "raw_action": raw,
+                "mapping": how,
+                "mapped": how == "logprob",
+                "mapped_logp": logp_action,
+                "cut": not sample.finished,
+            },
+        )
+
+
+class ScoredActor:
+    """The RLAW actor by :class:`smcplan.llm.RLAWActor` (``decoding="scored"``): same call."""
+
+    def __init__(self, lm: Any, temperature: float = 0.2) -> None:
+        from smcplan.llm import RLAWActor
+
+        self.role = RLAWActor(lm, temperature=temperature, thought_temperature=temperature)
+
+    def __call__(
+        self,
+        task: str,
+        context: str,
+        admissible: list[str],
+        critique: str | None = None,
+        seed: int | None = None,
+    ) -> Candidate:
+        (out,) = self.role([task], [context], [admissible], [critique], seed=seed)
+        info = {"raw_action": out.action, "mapping": "exact", "mapped": False}
+        return Candidate(out.action, out.thought, float(out.logq), float(out.logp), "actor", info)
+
+
+class RLAWAgent(LLMAgent):
+    """The RLAW agent (module docstring).
+
+    Parameters (beyond :class:`~smcplan.agents.llm_agent.LLMAgent`'s)
+    ----------------------------------------------------------------
+    use_critic, graph_memory
+        Ablation switches (both on by default).
+    tau, max_regenerations
+        Acceptance threshold of the critique score (0.7) and the number of retries after the
+        first proposal (3).
+    gamma, lam
+        Discount and critique weight of the recorded return (0.95, 0.5).
+    decoding, actor_temperature, actor_top_p, thought_tokens, action_tokens
+        The actor: ``"json"`` (free JSON at T = 0.2, top-p 0.9 within a token budget, action
+        mapped) or ``"scored"``.
+    critic_temperature, critic_lm
+        The critic's decoding temperature (0: greedy) and its model (default: ``lm``).
+    actor, critic
+        Replace the actor (``actor(task, context, admissible, critique, seed) -> Candidate``) or
+        the critic role (``critic(tasks, contexts, thoughts, actions, seed=) -> [Critique]``).
+    """
+
+    name = "rlaw"
+    default_context = "kg"
+
+    def __init__(
+        self,
+        lm: Any = None,
+        *,
+        use_critic: bool = True,
+        graph_memory: bool = True,
+        tau: float = 0.7,
+        max_regenerations: int = 3,
+        gamma: float = 0.95,
+        lam: float = 0.5,
+        decoding: str = "json",
+        actor_temperature: float = 0.2,
+        actor_top_p: float = 0.9,
+        thought_tokens: int = 64,
+        action_tokens: int = 24,
+        critic_temperature: float = 0.0,
+        critic_lm: Any = None,
+        actor: Any = None,
+        critic: Any = None,
+        context: str | None = None,
+        **config: Any,
+    ) -> None:
+        wanted = "kg" if graph_memory else "history"
+        if context is not None and context != wanted:
+            raise ValueError(
+                f"context={context!r} contradicts graph_memory={graph_memory}; "
+                f"use graph_memory=True for 'kg' and False for 'history'"
+            )
+        super().__init__(lm, context=wanted, **config)
+        if decoding not in DECODINGS:
+            raise ValueError(f"unknown decoding {decoding!r}; known: {', '.join(DECODINGS)}")
+        if not 0.0 <= tau <= 1.0 or max_regenerations < 0:
+            raise ValueError(
+                f"need 0 <= tau <= 1 and max_regenerations >= 0; got {tau}, {max_regenerations}"
+            )
+        if not 0.0 <= gamma <= 1.0:
+            raise ValueError(f"gamma must be in [0, 1]; got {gamma}")
+        self.use_critic = bool(use_critic)
+        self.tau = float(tau)
+        self.max_regenerations = int(max_regenerations)
+        self.gamma, self.lam = float(gamma), float(lam)
+        self.decoding = decoding
+        if actor is None:
+            actor = (
+                JSONActor(lm, actor_temperature, actor_top_p, thought_tokens, action_tokens)
+                if decoding == "json"
+                else ScoredActor(lm, actor_temperature)
+            )
+        self.actor = actor
+        if self.use_critic and critic is None:
+            from smcplan.llm import Critic
+
+            critic = Critic(critic_lm if critic_lm is not None else lm, temperature=critic_temperature)
+        self.critic = critic
+        if critic_lm is not None:
+            self.register_lm(critic_lm)
+        self.episode_rewards: list[dict[str, float]] = []
+        self.episode_return = 0.0
+        self._score = 0.0
+        self._pending: float | None = None  # R_crit of the step whose R_env is not known yet
+
+    # ------------------------------------------------------------------ return bookkeeping
+    def on_reset(self, task: str, observation: str, admissible: list[str]) -> None:
+        self.episode_rewards = []
+        self.episode_return = 0.0
+        self._score = 0.0
+        self._pending = None
+
+    def _close_step(self, score: float) -> float | None:
+        """Book R_env of the previous step (score change) with its R_crit; returns R_env."""
+        if self._pending is None:
+            self._score = score
+            return None
+        r_env = score - self._score
+        t = len(self.episode_rewards)
+        self.episode_rewards.append({"t": t, "r_env": r_env, "r_critique": self._pending})
+        self.episode_return += self.gamma**t * (r_env + self.lam * self._pending)
+        self._score, self._pending = score, None
+        return r_env
+
+    def on_episode_end(self, won: bool, score: float) -> None:
+        self._close_step(float(score))
+
+    # ------------------------------------------------------------------ the step
+    def decide(
+        self, observation: str, admissible: list[str], info: dict[str, Any], rec: StepRecord
+    ) -> Decision:
+        r_env_prev = self._close_step(float(info.get("score", self._score) or 0.0))
+        ctx = self.context(observation)
+        if isinstance(self.belief, KGBelief):
+            rec.extra["kg_retrieved"] = [f"({s}, {r}, {o})" for s, r, o in ctx.triplets]
+        situation = ctx.situation()
+
+        def propose(feedback: list[str]) -> Candidate:
+            return self.actor(
+                self.task, situation, admissible, feedback[-1] if feedback else None,
+                self.next_seed(),
+            )
+
+        if not self.use_critic:
+            chosen = propose([])
+            rec.proposed(chosen.action, chosen.thought, chosen.logq, chosen.logp, chosen.source,
+                         **chosen.info)
+            r_crit = 0.0
+        else:
+            outcome = self.generate_and_test(
+                propose, lambda c: self.judge(situation, c, rec), 1 + self.max_regenerations,
+                rec,
+            )
+            if outcome.accepted is not None:
+                chosen, rec.executed = outcome.accepted, "proposal"
+            else:
+                chosen, rec.executed = outcome.best(), "fallback"
+            r_crit = next(j.score for c, j in outcome.tried if c is chosen)
+        self._pending = r_crit
+        rec.extra.update(
+            r_critique=r_crit,
+            rlaw_r_env_previous=r_env_prev,
+            rlaw_return=self.episode_return,
+            regenerations=max(0, len(rec.proposals) - 1),
+        )
+        return Decision(chosen.action, chosen.thought)
+
+    def judge(self, situation: str, cand: Candidate, rec: StepRecord) -> Judgement:
+        """The critic on one proposal: accept iff ``critique_score >= tau``."""
+        (c,) = self.critic(
+            [self.task], [situation], [cand.thought], [cand.action], seed=self.next_seed()
+        )
+        score = float(c.critique_score)
+        rec.critiqued(score)
+        return Judgement(
+            score >= self.tau,
+            score,
+            str(c.reason).strip(),
+            "critic",
+            {"logic_check": bool(c.logic_check), "safety_check": bool(c.safety_check)},
+        )

@@ -1,0 +1,234 @@
+r"""Zero-shot planning, RLAW's Base-LLM baseline: the whole action sequence in one pass, open loop.
+
+At the first step the model sees only the task, the first observation and the actions admissible
+then, and writes the whole plan at once (greedy by default), as the JSON
+``{"actions": [b_1, ..., b_L]}``, within ``plan_tokens`` new tokens (a command cut by that budget
+is dropped; at most ``max_actions`` are kept). The agent then executes the plan without looking
+at any later observation. Plan items are free text, so each is mapped onto
+the admissible set :math:`A_t` of the step it is executed at:
+
+* ``exact`` / ``normalized`` — :math:`b_t \in A_t`, literally or after case and whitespace
+  folding (:func:`match_admissible`);
+* ``logprob`` — otherwise (a *mismatch*, recorded) the admissible action the model would have
+  written at that position of its own plan,
+
+  .. math:: a_t = \arg\max_{a \in A_t} \log p(\texttt{"}a\texttt{"} \mid x_0,\ \texttt{\{"actions": [}b_1, \dots, b_{t-1}\texttt{, "})
+
+  — still open loop: the condition is the first observation and the plan as written;
+* ``beyond_plan`` — the same scoring after the whole plan, when the episode outlives it.
+
+Each step records the planned item, whether it mismatched, and how it was mapped
+(``planned_action``, ``plan_mismatch``, ``mapping``; the plan itself at step 0).
+
+This module also holds small helpers the other agents of this share use:
+:func:`match_admissible` (RLAW maps its actor's free JSON action with it), :func:`inline_role`
+(prompt assets from strings, until these prompts move to ``models/roles``) and
+:data:`JSON_TEXT`. Free-text fields are decoded as an assistant prefix (e.g. ``{"actions": ["``)
+plus a regular expression of *unbounded* escape-free strings, and bounded by a token budget
+instead of a ``maxLength``: outlines compiles one automaton state per bounded character, which
+is slow against SmolLM2's 49k-token vocabulary (the LLM layer measured 19 s for 24-character
+strings), and escape-free text makes an answer cut by the budget trivial to complete.
+
+Imports the agents' base and, lazily, ``smcplan.llm``; never ``smcplan.eval`` / ``smcplan.cli``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from smcplan.agents.context import clip_text
+from smcplan.agents.llm_agent import Decision, LLMAgent
+from smcplan.agents.record import StepRecord
+
+__all__ = ["ZeroShotAgent", "match_admissible", "normalize_action", "inline_role", "JSON_TEXT"]
+
+#: The text of a JSON string without escapes or control characters (so it is its own JSON form).
+JSON_TEXT = r'[^"\\\x00-\x1F\x7F]+'
+
+
+def normalize_action(text: str) -> str:
+    """Case-folded, whitespace-collapsed ``text`` without surrounding quotes or end punctuation."""
+    return " ".join(text.casefold().split()).strip(" \"'`.!;:,")
+
+
+def match_admissible(candidate: str | None, admissible: Sequence[str]) -> tuple[str | None, str]:
+    """``(action, how)``: ``candidate`` itself if admissible (``"exact"``), else the admissible
+    action equal to it after :func:`normalize_action` (``"normalized"``), else ``(None,
+    "mismatch")``."""
+    if candidate is None:
+        return None, "mismatch"
+    if candidate in admissible:
+        return candidate, "exact"
+    key = normalize_action(candidate)
+    for a in admissible:
+        if normalize_action(a) == key:
+            return a, "normalized"
+    return None, "mismatch"
+
+
+def inline_role(
+    name: str,
+    system: str,
+    user: str,
+    assistant: str | None = None,
+    schema: dict[str, Any] | None = None,
+    settings: dict[str, Any] | None = None,
+):
+    """A :class:`smcplan.llm.templates.RoleAssets` built from strings (Jinja2, strict: a missing
+    variable is an error), for the prompts of this share's agents."""
+    import jinja2
+
+    from smcplan.llm.templates import RoleAssets
+
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
+    return RoleAssets(
+        name=name,
+        system=system.strip(),
+        user=env.from_string(user),
+        assistant=env.from_string(assistant) if assistant is not None else None,
+        schema=schema,
+        settings=dict(settings or {}),
+    )
+
+
+_SYSTEM = (
+    "You are an agent playing a text game. You see the task and the first observation only. "
+    "Write the complete sequence of commands that solves the task from here, in order; you will "
+    "not see any further observation. Answer with JSON only."
+)
+_USER = """\
+Task: {{ task }}
+Observation: {{ observation }}
+Commands available now (examples of the command format): {{ admissible | join(", ") }}
+Write the whole plan as JSON {"actions": ["command 1", "command 2", ...]}."""
+
+_PREFIX = '{"actions": ['
+_SEP = '", "'
+_PLAN_REGEX = JSON_TEXT + '(", "' + JSON_TEXT + ")*" + r'"\]\}'  # after the prefix '{"actions": ["'
+
+
+class ZeroShotAgent(LLMAgent):
+    """Plans the whole action sequence at the first step and executes it open loop (module doc).
+
+    Parameters (beyond :class:`~smcplan.agents.llm_agent.LLMAgent`'s)
+    ----------------------------------------------------------------
+    plan_tokens, max_actions
+        The plan's token budget and the most commands kept from it.
+    plan_temperature
+        Temperature of the plan's generation (0 = greedy, the baseline's default).
+    plan
+        A fixed plan executed (and mapped) instead of the model's, e.g. an expert's
+        ``env.gold_actions()``; the model then only maps mismatched commands.
+    max_observation_chars
+        The first observation is clipped to this many characters in the prompt.
+    """
+
+    name = "zeroshot"
+    default_context = "history"
+
+    def __init__(
+        self,
+        lm: Any = None,
+        *,
+        plan_tokens: int = 128,
+        max_actions: int = 20,
+        plan_temperature: float = 0.0,
+        plan: Sequence[str] | None = None,
+        **config: Any,
+    ) -> None:
+        super().__init__(lm, **config)
+        if max_actions < 1 or plan_tokens < 1:
+            raise ValueError(
+                f"need max_actions >= 1 and plan_tokens >= 1; got {max_actions}, {plan_tokens}"
+            )
+        if plan_temperature < 0:
+            raise ValueError(f"plan_temperature must be >= 0; got {plan_temperature}")
+        self.max_actions = int(max_actions)
+        self.plan_tokens = int(plan_tokens)
+        self.plan_temperature = float(plan_temperature)
+        self.assets = inline_role("zeroshot", _SYSTEM, _USER)
+        self.fixed_plan = None if plan is None else [str(b) for b in plan]
+        self.plan: list[str] | None = None
+        self.plan_cut = False
+        self._prompt: list[dict[str, str]] | None = None
+
+    def on_reset(self, task: str, observation: str, admissible: list[str]) -> None:
+        self.plan = None
+        self._prompt = self.assets.messages(
+            task=task,
+            observation=clip_text(observation, self.history.max_observation_chars),
+            admissible=admissible,
+        )
+
+    def make_plan(self) -> tuple[list[str], bool]:
+        """The plan and whether the budget cut it: one constrained generation from the first
+        observation's prompt (module docstring)."""
+        from outlines.types import Regex
+
+        assert self._prompt is not None, "reset() first"
+        ((s,),) = self.lm.sample(
+            [self._prompt],
+            Regex(_PLAN_REGEX),
+            temperature=self.plan_temperature,
+            max_new_tokens=self.plan_tokens,
+            seed=self.next_seed(),
+            assistant_prefix=_PREFIX + '"',
+        )
+        body = s.text[: -len('"]}')] if s.finished else s.text
+        items = body.split(_SEP)
+        if not s.finished:
+            items = items[:-1]  # the command the budget cut
+        return items[: self.max_actions], not s.finished
+
+    def _plan_prefix(self, upto: int) -> str:
+        assert self.plan is not None
+        written = "".join(json.dumps(b, ensure_ascii=False) + ", " for b in self.plan[:upto])
+        return _PREFIX + written + '"'
+
+    def score_at(self, position: int, admissible: list[str]) -> np.ndarray:
+        """``log p('"a"' | first prompt, plan[:position])`` for each admissible ``a``, one call."""
+        assert self._prompt is not None
+        prefix = self._plan_prefix(position)
+        rows = [json.dumps(a, ensure_ascii=False)[1:] for a in admissible]  # a + closing quote
+        # (candidates are JSON-escaped, as the model would have had to write them)
+        return self.lm.logprob(
+            [self._prompt] * len(rows), rows, add_eos=False, assistant_prefix=prefix
+        )
+
+    def decide(
+        self, observation: str, admissible: list[str], info: dict[str, Any], rec: StepRecord
+    ) -> Decision:
+        if self.plan is None:
+            if self.fixed_plan is not None:
+                self.plan, self.plan_cut = list(self.fixed_plan), False
+            else:
+                self.plan, self.plan_cut = self.make_plan()
+            rec.extra.update(zeroshot_plan=list(self.plan), zeroshot_plan_cut=self.plan_cut)
+        t = self.t
+        planned = self.plan[t] if t < len(self.plan) else None
+        action, how = match_admissible(planned, admissible)
+        logp = None
+        if action is None:
+            scores = self.score_at(min(t, len(self.plan)), admissible)
+            k = int(np.argmax(scores))
+            action = admissible[k]
+            logp = float(scores[k] - np.logaddexp.reduce(scores))
+            how = "logprob" if planned is not None else "beyond_plan"
+        rec.proposed(action, "", None, logp, "plan", planned=planned, mapping=how)
+        rec.extra.update(
+            plan_index=t,
+            planned_action=planned,
+            plan_mismatch=how == "logprob",
+            mapping=how,
+        )
+        thought = (
+            f"plan step {t + 1}/{len(self.plan)}: {planned}"
+            if planned is not None
+            else f"beyond the {len(self.plan)}-step plan"
+        )
+        return Decision(action, thought)
+

@@ -1,0 +1,231 @@
+"""Specification of RLVMR: the verifiable reward rules (pure) and the agent on real environments.
+
+Reward expectations are written out by hand from the rules of arXiv 2507.22844 as released
+(``process_trajectory_rlvmr_rewards`` and ``ppo_trainer.yaml``: every meta reward 1.0, invalid
+format penalty 0.1), step by step in the comments.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+from smcplan.agents.rlvmr_rewards import (
+    TAGS,
+    RewardConfig,
+    RLVMRTwist,
+    TaggedStep,
+    format_response,
+    imagined_trajectory,
+    is_repeat,
+    looks_invalid,
+    parse_response,
+    step_reward,
+    total_reward,
+    trajectory_rewards,
+)
+from smcplan.planning import Proposed, Transition, tsmc
+
+S = TaggedStep
+
+
+# ------------------------------------------------------------------ format check
+def test_parse_response_reads_a_well_formed_answer():
+    p = parse_response("<explore>maybe the coin is east</explore>\n<action>move east</action>")
+    assert (p.tag, p.content, p.action, p.well_formed) == (
+        "explore", "maybe the coin is east", "move east", True,
+    )
+
+
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ("<action>move east</action>", "expected one meta-reasoning tag"),
+        ("<planning>a</planning><explore>b</explore><action>x</action>", "found 2"),
+        ("<monitor> </monitor><action>x</action>", "empty <monitor>"),
+        ("<action>x</action><monitor>later</monitor>", "before <action>"),
+        ("<monitor>m</monitor><action>x</action><action>y</action>", "found 2"),
+        ("<monitor>m</monitor> move east", "found 0"),
+        ("<monitor>m</monitor><action>  </action>", "empty <action>"),
+        ("<thinking>m</thinking><action>x</action>", "found 0"),
+    ],
+)
+def test_parse_response_rejects_malformed_answers(text, problem):
+    p = parse_response(text)
+    assert not p.well_formed and p.tag is None
+    assert problem in p.problem
+
+
+def test_format_response_round_trips_through_parse_response():
+    for tag in TAGS:
+        p = parse_response(format_response(tag, "why", "open door"))
+        assert (p.tag, p.content, p.action, p.well_formed) == (tag, "why", "open door", True)
+    with pytest.raises(ValueError, match="unknown meta-reasoning tag 'think'; known: planning"):
+        format_response("think", "x", "y")
+
+
+# ------------------------------------------------------------------ the rules, by hand
+def test_planning_is_rewarded_only_if_the_episode_succeeds():
+    traj = [S("planning", "look around"), S("monitor", "move east")]
+    assert [r.total for r in trajectory_rewards(traj, success=True)] == [1.0, 0.0]
+    assert [r.total for r in trajectory_rewards(traj, success=False)] == [0.0, 0.0]
+    pending = step_reward(traj, 0, success=None)
+    assert pending.pending and pending.total == 0.0
+
+
+def test_explore_is_rewarded_only_for_an_action_no_earlier_well_formed_step_took():
+    traj = [
+        S("explore", "look around"),  # t0: new -> +1
+        S("explore", "move east"),  # t1: new -> +1
+        S("explore", "look around"),  # t2: taken at t0 -> 0
+        S(None, "take coin", well_formed=False),  # t3: malformed -> -0.1
+        S("explore", "take coin"),  # t4: only a malformed step took it -> new -> +1
+        S("monitor", "open door"),  # t5: monitor -> 0
+        S("explore", "open door"),  # t6: taken at t5 (well-formed, any tag) -> 0
+    ]
+    assert [r.total for r in trajectory_rewards(traj, success=False)] == pytest.approx(
+        [1.0, 1.0, 0.0, -0.1, 1.0, 0.0, 0.0]
+    )
+    assert [is_repeat(traj, t) for t in range(len(traj))] == [
+        False, False, True, False, False, False, True,
+    ]
+
+
+def test_reflection_is_rewarded_only_after_an_invalid_step_with_a_changed_action():
+    traj = [
+        S("reflection", "look around"),  # t0: nothing failed yet -> 0
+        S("monitor", "open door", valid=False),  # t1: monitor -> 0 (env rejected it)
+        S("reflection", "open door"),  # t2: prev invalid, same action -> 0
+        S("reflection", "move west"),  # t3: prev (t2) valid -> 0
+        S("monitor", "take key", valid=False),  # t4: -> 0
+        S("reflection", "move north"),  # t5: prev invalid, changed -> +1
+        S(None, None, well_formed=False),  # t6: malformed -> -0.1
+        S("reflection", "move north"),  # t7: prev malformed counts as invalid, action changed
+        #     (None -> "move north") -> +1
+    ]
+    got = [r.total for r in trajectory_rewards(traj, success=True)]
+    assert got == pytest.approx([0.0, 0.0, 0.0, 0.0, 0.0, 1.0, -0.1, 1.0])
+    assert step_reward(traj, 2).rule == "action unchanged after failure"
+    assert step_reward(traj, 3).rule == "previous action was valid"
+
+
+def test_first_step_reflection_follows_the_released_code_when_asked():
+    traj = [S("reflection", "look around")]
+    assert step_reward(traj, 0).total == 0.0
+    assert step_reward(traj, 0, config=RewardConfig(first_step_reflection=True)).total == 1.0
+
+
+def test_monitor_is_never_rewarded_and_malformed_steps_only_pay_the_penalty():
+    traj = [S("monitor", "a"), S("monitor", "b", valid=False), S("planning", "c", well_formed=False)]
+    rs = trajectory_rewards(traj, success=True)
+    assert [(r.meta, r.format) for r in rs] == [(0.0, 0.0), (0.0, 0.0), (0.0, -0.1)]
+
+
+def test_a_whole_episode_sums_to_the_hand_computed_return():
+    # A 6-step episode that succeeds:
+    #   t0 planning "look around"           -> +1 (success)
+    #   t1 explore  "move east"             -> +1 (new)
+    #   t2 explore  "move east" (rejected)  -> 0  (repeat of t1)
+    #   t3 reflection "move west"           -> +1 (t2 invalid, action changed)
+    #   t4 <malformed>                      -> -0.1
+    #   t5 monitor "take coin"              -> 0
+    traj = [
+        S("planning", "look around"),
+        S("explore", "move east"),
+        S("explore", "move east", valid=False),
+        S("reflection", "move west"),
+        S(None, "take coin", well_formed=False),
+        S("monitor", "take coin"),
+    ]
+    assert total_reward(traj, success=True) == pytest.approx(1 + 1 + 0 + 1 - 0.1 + 0)
+    assert total_reward(traj, success=False) == pytest.approx(0 + 1 + 0 + 1 - 0.1 + 0)
+    scaled = RewardConfig(planning=2.0, explore=0.5, reflection=3.0, format_penalty=1.0)
+    assert total_reward(traj, True, scaled) == pytest.approx(2 + 0.5 + 0 + 3 - 1 + 0)
+
+
+def test_rewards_of_a_step_do_not_depend_on_later_steps():
+    traj = [S("explore", "a"), S("reflection", "b"), S("explore", "a", valid=False)]
+    for t in range(len(traj)):
+        assert step_reward(traj[: t + 1], t, True) == step_reward(traj, t, True)
+
+
+def test_bad_inputs_name_the_valid_values():
+    with pytest.raises(ValueError, match="unknown meta-reasoning tag 'plan'; known: planning, explore"):
+        S("plan", "a")
+    with pytest.raises(IndexError, match="step 3 out of range for a trajectory of 1 steps"):
+        step_reward([S("monitor", "a")], 3)
+    with pytest.raises(ValueError, match="format_penalty is a cost"):
+        RewardConfig(format_penalty=-1)
+
+
+# ------------------------------------------------------------------ the twist
+@dataclass(frozen=True)
+class Particle:
+    steps: tuple[tuple[str, str], ...] = ()
+    tags: tuple[str, ...] = ()
+
+
+def test_twist_scores_new_and_repeated_imagined_actions_by_the_rules():
+    prefix = [S("explore", "look around")]
+    twist = RLVMRTwist(imagined_trajectory(prefix), beta=2.0)
+    particles = [
+        Particle((("move east", "You are in the hallway."),)),  # new -> r = 1
+        Particle((("look around", "You are in the kitchen."),)),  # repeat of the prefix -> 0
+        Particle(  # reflection after an imagined rejection, changed action -> 1 + ... see below
+            (("take key", "Unknown action"), ("move west", "ok")), ("monitor", "reflection")
+        ),
+    ]
+    score = twist(jax.random.key(0), particles, 1, 2)
+    # particle 0: prefix explore (+1) + explore new (+1)            -> sum 2, last 1 -> delta 1
+    # particle 1: prefix (+1) + explore repeat (0)                  -> sum 1, last 0 -> delta 0
+    # particle 2: prefix (+1) + monitor (0) + reflection fixed (+1) -> sum 2, last 1 -> delta 1
+    assert score.delta.tolist() == [1.0, 0.0, 1.0]
+    assert score.log_psi.tolist() == pytest.approx([4.0, 2.0, 4.0])
+
+
+def test_looks_invalid_recognises_the_benchmarks_rejections():
+    assert looks_invalid("Unknown action")
+    assert looks_invalid("No known action matches that input.")
+    assert looks_invalid("  Nothing happens.")
+    assert not looks_invalid("You take the coin.")
+
+
+def test_planner_with_the_rlvmr_twist_prefers_a_first_action_that_explores():
+    """tsmc with the LLM-free twist: half of the proposals repeat the last real action.
+
+    Proposal: uniform over {repeat, new} (log q = log 1/2); world model: echoes "ok". With
+    weighting="nesyfs", w = exp(lam * delta) with delta = 1 for "new" and 0 for the repeat, so
+    the exact normalised weight of the "new" first action after one step is
+    e^lam / (e^lam + 1) whatever the split, provided both actions were proposed. Each action is
+    proposed to exactly half of 8 particles, so the mass is exactly that value.
+    """
+    prefix = [S("explore", "look around")]
+
+    def proposal(key, particles, t, horizon):
+        n = len(particles)
+        acts = ["look around" if i % 2 else "move east" for i in range(n)]
+        return Proposed(acts, jnp.full((n,), math.log(0.5)))
+
+    def world(key, particles, actions, t, horizon):
+        new = [Particle(p.steps + ((a, "ok"),)) for p, a in zip(particles, actions, strict=True)]
+        return Transition(new, ["ok"] * len(new))
+
+    lam = 2.0
+    result = tsmc(
+        [Particle()] * 8,
+        jax.random.key(1),
+        proposal=proposal,
+        world_model=world,
+        twist=RLVMRTwist(imagined_trajectory(prefix)),
+        horizon=1,
+        weighting="nesyfs",
+        lam=lam,
+        choice="max_weight",
+    )
+    assert result.action == "move east"
+    expected = math.exp(lam) / (math.exp(lam) + 1)
+    assert result.action_mass["move east"] == pytest.approx(expected, rel=1e-5)
