@@ -11,8 +11,9 @@ One step, as in DESIGN.md ("Data flow of one NeSyFS step"):
    (:class:`smcplan.llm.Reflection`). On "No" the reflection's thought goes back to the fast
    module as a note ('"a" was rejected: <thought>') and it proposes again;
 4. **slow thinking** — after K = 3 rejections, :class:`~smcplan.agents.slow_thinking.SlowThinker`
-   runs the planner (N particles, horizon H, λ, weighting) with language-model components and
-   the agent executes its first action.
+   runs ``smcplan.plan(task, kg, admissible, lm=...)`` (N particles, horizon H, λ, weighting;
+   the planner's language-model components, each particle with its own copy of the graph
+   updated by the agent's extractor) and the agent executes its first action.
 
 Ablations (constructor flags): ``context="history"`` (the trajectory instead of the KG),
 ``context="belief"`` (an ABBEL-style language belief summary instead of the KG),
@@ -57,8 +58,8 @@ class NeSyFSAgent(LLMAgent):
         Replaces the reflection role: ``reflector(tasks, contexts, actions, seed=) -> [Verdict]``
         (e.g. a test double that always says No).
     planner
-        Replaces the slow thinker: called as ``planner(root, kg, admissible, seed, extractor=,
-        retrieve=) -> PlanResult``.
+        Replaces the slow thinker: called as ``planner(ctx, kg, admissible, seed, extractor=)
+        -> PlanResult`` (``ctx``: the step's :class:`~smcplan.agents.context.Context`).
     """
 
     name = "nesyfs"
@@ -89,6 +90,7 @@ class NeSyFSAgent(LLMAgent):
         **config: Any,
     ) -> None:
         super().__init__(lm, temperature=temperature, think=think, **config)
+        kg_hops, kg_limit = config.get("kg_hops", 2), config.get("kg_limit", 24)
         if max_rejections < 1:
             raise ValueError(f"max_rejections (K) must be >= 1; got {max_rejections}")
         self.use_reflection = bool(reflection)
@@ -115,6 +117,8 @@ class NeSyFSAgent(LLMAgent):
                 ess_threshold=ess_threshold,
                 choice=choice,
                 observation_tokens=observation_tokens,
+                retrieve_k=kg_hops,
+                retrieve_limit=kg_limit,
             )
         self.planner = planner
 
@@ -170,7 +174,6 @@ class NeSyFSAgent(LLMAgent):
             admissible,
             self.next_seed(),
             extractor=kg_belief.extractor if kg_belief is not None else None,
-            retrieve=kg_belief.retrieve if kg_belief is not None else None,
         )
         summary = summarize(result)
         rec.planned(summary)

@@ -1,0 +1,83 @@
+"""Context building: the history budget, newest-first truncation, and the two textual shapes."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from smcplan.agents.context import Context, History, TokenCounter, clip_text, history_budget
+
+
+def words(text: str) -> int:
+    return len(text.split())
+
+
+class _FakeLM:
+    class model:  # noqa: N801 - mimics lm.model.config
+        class config:  # noqa: N801
+            max_position_embeddings = 1000
+
+
+def test_history_budget_is_the_smaller_of_the_request_and_the_window_minus_the_reserve():
+    lm = _FakeLM()
+    assert history_budget(lm, 512, 300) == 512
+    assert history_budget(lm, 900, 300) == 700  # W - reserve = 1000 - 300
+    assert history_budget(lm, 900, 2000) == 0
+
+
+def _history(n: int) -> History:
+    h = History(max_observation_chars=1000)
+    h.reset("You are in the kitchen.")
+    for i in range(n):
+        h.add(f"act {i}", f"observation number {i} here")
+    return h
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(0, 12), budget=st.integers(0, 80))
+def test_rendered_history_fits_the_budget_and_keeps_a_suffix_of_the_turns(n, budget):
+    h = _history(n)
+    text = h.render(budget, words)
+    assert words(text) <= budget
+    shown = [line[2:] for line in text.splitlines() if line.startswith("> ")]
+    # the shown actions are the newest ones, in order (a suffix of the trajectory)
+    assert shown == [f"act {i}" for i in range(n - len(shown), n)]
+    if shown and len(shown) < n:
+        assert f"({n - len(shown)} earlier steps not shown)" in text
+    if len(shown) == n and "(start)" in text:
+        assert text.startswith("(start)\nYou are in the kitchen.")
+
+
+def test_a_larger_budget_never_shows_fewer_turns():
+    h = _history(10)
+    counts = [h.render(b, words).count("\n> ") + h.render(b, words).startswith("> ") for b in range(0, 90, 5)]
+    assert counts == sorted(counts)
+
+
+def test_everything_fits_with_a_generous_budget():
+    text = _history(2).render(10_000, words)
+    assert text == "(start)\nYou are in the kitchen.\n> act 0\nobservation number 0 here\n> act 1\nobservation number 1 here"
+
+
+def test_long_observations_are_clipped_and_whitespace_collapsed():
+    assert clip_text("a  b\n c", 100) == "a b c"
+    out = clip_text("x" * 50, 10)
+    assert len(out) == 10 and out.endswith(" ...")
+
+
+def test_token_counter_uses_the_model_tokenizer_and_memoises(tiny_lm):
+    count = TokenCounter(tiny_lm)
+    text = "You are in the kitchen. There is a coin."
+    assert count(text) == len(tiny_lm.encode_continuation(text)) == count(text)
+
+
+def test_context_shapes_put_facts_in_the_situation_and_not_in_the_proposal_text():
+    ctx = Context("find the coin", "You see a table.", [("coin", "in", "box")], history="> look\nnothing")
+    prop = ctx.for_proposal()
+    assert "coin in box" not in prop and prop.endswith("Current observation:\nYou see a table.")
+    assert "What happened so far:\n> look" in prop
+    sit = ctx.situation()
+    assert "Known facts:\n- coin in box" in sit and sit.endswith("You see a table.")
+    noted = ctx.with_notes(['"look" was rejected: useless'])
+    assert ctx.notes == [] and "Notes:\n- \"look\" was rejected: useless" in noted.for_proposal()
+    assert Context("t", "obs").for_proposal() == "obs"
