@@ -12,8 +12,11 @@ from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
+from smcplan.agents import make
+from smcplan.agents.rlvmr import RLVMRAgent
 from smcplan.agents.rlvmr_rewards import (
     TAGS,
     RewardConfig,
@@ -28,7 +31,8 @@ from smcplan.agents.rlvmr_rewards import (
     total_reward,
     trajectory_rewards,
 )
-from smcplan.planning import Proposed, Transition, tsmc
+from smcplan.planning import Proposed, Transition, plan, tsmc
+from tests.agents.conftest import check_record, play
 
 S = TaggedStep
 
@@ -229,3 +233,120 @@ def test_planner_with_the_rlvmr_twist_prefers_a_first_action_that_explores():
     assert result.action == "move east"
     expected = math.exp(lam) / (math.exp(lam) + 1)
     assert result.action_mass["move east"] == pytest.approx(expected, rel=1e-5)
+
+
+def test_the_twist_weights_language_model_imagined_futures_by_the_rules(tiny_lm):
+    """``smcplan.plan`` for text agents (LM proposal and observation model) with the LLM-free
+    RLVMR twist instead of the progress model. With resampling before every step, the final
+    weights are exactly W_i = e^{lam delta_i} / sum_j e^{lam delta_j}, delta_i the rule's verdict
+    on particle i's last imagined step (a new action or not, given the real prefix and its own
+    earlier imagined step)."""
+    admissible = ["look", "open drawer 1", "go to cabinet 1", "take key 1 from drawer 1"]
+    prefix = [S("explore", "look"), S("monitor", "open drawer 1")]
+    trajectory = imagined_trajectory(prefix)
+    lam = 1.5
+    result = plan(
+        "take the key 1",
+        None,
+        admissible,
+        lm=tiny_lm,
+        observation="You see a drawer 1 and a cabinet 1.",
+        key=3,
+        num_particles=6,
+        horizon=2,
+        lam=lam,
+        observation_tokens=8,
+        twist=RLVMRTwist(trajectory),
+    )
+    assert result.action in admissible
+    assert all(len(p.steps) == 2 for p in result.particles)
+    delta = np.array([step_reward(trajectory(p), 3).total > 0 for p in result.particles], float)
+    expected = lam * delta - np.logaddexp.reduce(lam * delta)
+    np.testing.assert_allclose(np.asarray(result.log_weights), expected, rtol=1e-5, atol=1e-6)
+
+
+# ------------------------------------------------------------------ the agent
+
+def check_rlvmr_record(p, agent: RLVMRAgent, t: int) -> dict:
+    meta = check_record(p, agent="rlvmr", context="history")
+    parsed = parse_response(meta["rlvmr_response"])
+    assert parsed.action == p.step.action and parsed.well_formed == meta["rlvmr_well_formed"]
+    assert p.step.tag == meta["rlvmr_tag"] == parsed.tag
+    assert p.step.thought == parsed.content
+    # the recorded reward is the rule applied to the trajectory up to this step (validity of the
+    # earlier steps as the agent learnt it from info["invalid"])
+    assert meta["rlvmr_reward"] == step_reward(agent.trajectory[: t + 1], t, None).to_dict()
+    assert meta["guided"] == (meta["model_choice"] != p.step.action)
+    assert meta["llm_calls"] == 2  # one sampled tag block, one scoring call
+    return meta
+
+
+def test_rlvmr_plays_toy_household_with_admissible_actions_and_consistent_records(
+    tiny_lm, household_env
+):
+    agent = make("rlvmr", lm=tiny_lm, seed=0)
+    played = play(agent, household_env, tiny_lm, seed=0, max_steps=4)
+    for t, p in enumerate(played):
+        meta = check_rlvmr_record(p, agent, t)
+        assert meta["rlvmr_well_formed"]  # the constrained block is always well formed
+    # end_episode resolved the planning rewards with the outcome (a loss here)
+    assert agent.episode_rewards == trajectory_rewards(agent.trajectory, False)
+    assert agent.episode_return == pytest.approx(sum(r.total for r in agent.episode_rewards))
+
+
+@pytest.mark.slow
+def test_rlvmr_plays_textworld_express_coin_with_admissible_actions_and_consistent_records(
+    tiny_lm, coin_env
+):
+    agent = make("rlvmr", lm=tiny_lm, seed=0)
+    played = play(agent, coin_env, tiny_lm, seed=10000, max_steps=4)
+    assert len(played) == 4 or played[-1].done
+    for t, p in enumerate(played):
+        check_rlvmr_record(p, agent, t)
+
+
+def test_explore_guidance_breaks_a_repetition_loop(tiny_lm, household_env):
+    """Only <explore> allowed, beta = 100 >> any log-prob gap among 13 actions of the random
+    model: every step takes an action not taken before, while one is left; beta = 0 (the
+    paper's plain inference) repeats the model's favourite."""
+    guided = RLVMRAgent(tiny_lm, seed=0, tags=("explore",), guidance=100.0)
+    played = play(guided, household_env, tiny_lm, seed=0, max_steps=5)
+    actions = [p.step.action for p in played]
+    assert len(set(actions)) == len(actions)
+    assert all(p.step.meta["rlvmr_reward"]["total"] == 1.0 for p in played)
+    plain = RLVMRAgent(tiny_lm, seed=0, tags=("explore",), guidance=0.0)
+    played = play(plain, household_env, tiny_lm, seed=0, max_steps=5)
+    assert not any(p.step.meta["guided"] for p in played)
+    assert len({p.step.action for p in played}) < len(played)  # the random model loops
+
+
+def test_reflection_guidance_changes_the_action_after_an_invalid_one(tiny_lm, household_env):
+    agent = RLVMRAgent(tiny_lm, seed=0, tags=("reflection",), guidance=100.0)
+    obs, info = household_env.reset(0)
+    admissible = info["admissible_actions"]
+    agent.reset(household_env.task, obs, admissible)
+    first = agent.act(obs, admissible, info)
+    assert first.meta["rlvmr_reward"]["rule"] == "first step: nothing failed"
+    # the environment rejected the first action: the reflection rule now pays for a change
+    second = agent.act("Nothing happens.", admissible, {**info, "invalid": True})
+    assert second.action != first.action
+    assert second.meta["rlvmr_reward"]["total"] == 1.0
+    assert agent.trajectory[0].valid is False
+
+
+def test_free_decoding_records_malformed_answers_and_their_format_penalty(tiny_lm, household_env):
+    agent = RLVMRAgent(tiny_lm, seed=0, constrained=False, content_tokens=16)
+    played = play(agent, household_env, tiny_lm, seed=0, max_steps=3)
+    for t, p in enumerate(played):
+        meta = check_rlvmr_record(p, agent, t)
+        if not meta["rlvmr_well_formed"]:  # random text is almost never in the format
+            assert p.step.tag is None and meta["rlvmr_format_problem"]
+            assert meta["rlvmr_reward"]["format"] == -0.1
+    assert any(not p.step.meta["rlvmr_well_formed"] for p in played)
+
+
+def test_bad_configuration_names_the_valid_values(tiny_lm):
+    with pytest.raises(ValueError, match="tags must be a non-empty subset of planning, explore"):
+        RLVMRAgent(tiny_lm, tags=("think",))
+    with pytest.raises(ValueError, match="guidance, tag_temperature and action_temperature"):
+        RLVMRAgent(tiny_lm, guidance=-1)
