@@ -26,6 +26,7 @@ Must not import ``smcplan.llm``, ``smcplan.memory`` or higher layers.
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 from smcplan.envs.base import BaseTextEnv, EnvError, MissingBenchmark, StepResult, unknown_choice
@@ -120,6 +121,9 @@ class AlfWorldEnv(BaseTextEnv):
     def reset(self, seed: int | None = None) -> tuple[str, dict[str, Any]]:
         """Start the game of ``seed`` (``default_seed`` if ``None``) from its initial state."""
         seed = self.default_seed if seed is None else seed
+        if isinstance(seed, bool) or not hasattr(seed, "__index__"):
+            raise ValueError(f"{self.name}: seed must be a non-negative int, got {seed!r}")
+        seed = operator.index(seed)
         if seed != self._game.seed:
             self._game = self._generate(seed)
         self._state = self._engine_reset()

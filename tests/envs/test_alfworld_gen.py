@@ -161,3 +161,13 @@ def test_task_sentence_uses_an_alfworld_template():
     sentence = task_description(scene, random.Random(0))
     obj, recep = scene.goal.object_target.lower(), scene.goal.parent_target.lower()
     assert sentence in {f"put a cool {obj} in {recep}", f"cool some {obj} and put it in {recep}"}
+
+
+def test_the_expert_is_told_move_commands_in_alfworlds_pre_040_put_spelling():
+    from smcplan.envs.alfworld_gen.expert import pre_040_spelling
+
+    assert pre_040_spelling("move cloth 3 to countertop 1") == "put cloth 3 in/on countertop 1"
+    # the expert's bookkeeping keys on these substrings (update_state_tracking)
+    assert "put" in pre_040_spelling("move mug 1 to coffeemachine 1")
+    for other in ("go to shelf 1", "take apple 2 from fridge 1", "open drawer 3", "look"):
+        assert pre_040_spelling(other) == other

@@ -116,19 +116,20 @@ def expert_walkthrough(
     env = make_tw_env(expert=True)
     try:
         with preserved_globals(seed):
-            env.load(game_path)
+            env.load(game_path)  # engine errors (bad PDDL, ...) propagate: they are bugs
             state = env.reset()
             actions: list[str] = []
             for _ in range(max_steps):
-                action = state["extra.expert_plan"][0]
-                state, _, done = env.step(action)
+                try:
+                    action = state["extra.expert_plan"][0]
+                    state, _, done = env.step(action)
+                except Exception:  # the expert gives up: Exception("Timeout"), NameError
+                    return None
                 actions.append(action)
                 if state["won"]:
                     return actions
                 if done:
                     return None
-    except Exception:  # the expert raises on timeouts and dead ends ("Timeout", NameError)
-        return None
     finally:
         close_tw_env(env)
     return None

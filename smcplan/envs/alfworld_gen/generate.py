@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import json
+import operator
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,7 +99,7 @@ def _check_inputs(task_type: str, seed: int, layout: int | None, split: str) -> 
     alfworld_task_type(task_type)  # raises with the known names
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; known: {', '.join(SPLITS)}")
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+    if isinstance(seed, bool) or not hasattr(seed, "__index__") or operator.index(seed) < 0:
         raise ValueError(f"seed must be a non-negative int, got {seed!r}")
     layouts = valid_layouts(task_type, split)
     if layout is not None:
@@ -207,6 +208,7 @@ def generate_game(
     :class:`UnsolvableGame` if no attempt is solved by the expert.
     """
     layouts = _check_inputs(task_type, seed, layout, split)
+    seed = operator.index(seed)
     folder = game_folder(task_type, seed, layout, split, cache_dir)
     if not (folder / "game.tw-pddl").exists():
         ok = publish_dir(
