@@ -88,7 +88,7 @@ def filter_scan(
 
 
 def _check_belief(pomdp: DiscretePOMDP, belief: Any, dtype: Any) -> jax.Array:
-    b = jnp.asarray(belief, dtype=dtype)
+    b = belief if isinstance(belief, jax.Array) and belief.dtype == dtype else jnp.asarray(belief, dtype=dtype)
     if b.shape != (pomdp.num_states,):
         raise ValueError(f"belief must have shape (S,) = ({pomdp.num_states},) for {pomdp.name}; got {b.shape}")
     return b
@@ -107,7 +107,7 @@ def exact_update(pomdp: DiscretePOMDP, belief: Any, action: int | str, observati
     arrays = pomdp.device()
     a, o = pomdp.action_index(action), pomdp.observation_index(observation)
     b = _check_belief(pomdp, belief, arrays.O.dtype)
-    new_belief, log_evidence = _update_jit(arrays.transition, arrays.O, b, jnp.int32(a), jnp.int32(o))
+    new_belief, log_evidence = _update_jit(arrays.transition, arrays.O, b, np.int32(a), np.int32(o))
     if not np.isfinite(float(log_evidence)):
         raise ImpossibleObservationError(
             f"observation {pomdp.observation_names[o]!r} is impossible after action {pomdp.action_names[a]!r} "

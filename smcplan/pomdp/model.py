@@ -42,6 +42,7 @@ __all__ = [
     "DeviceArrays",
     "POMDPValidationError",
     "DENSE_LIMIT",
+    "default_float",
 ]
 
 #: Largest number of entries :meth:`DiscretePOMDP.T` will materialise as a dense (A, S, S) array
@@ -51,6 +52,11 @@ DENSE_LIMIT = 2**27
 
 class POMDPValidationError(ValueError):
     """The arrays or names given to :class:`DiscretePOMDP` do not describe a valid POMDP."""
+
+
+def default_float() -> np.dtype:
+    """JAX's current default float dtype (float32, or float64 under x64), without a device call."""
+    return np.dtype(jax.dtypes.canonicalize_dtype(jnp.float64))
 
 
 def _as_float_array(x: Any, what: str) -> np.ndarray:
@@ -379,8 +385,8 @@ class DiscretePOMDP:
         Caching matters for speed: converting RockSample(7,8)'s O (4 MB) on every update would
         cost more than the update itself.
         """
-        dtype = jnp.zeros(()).dtype if dtype is None else jnp.dtype(dtype)
-        key = (str(dtype), bool(jax.config.jax_enable_x64))
+        dtype = default_float() if dtype is None else jnp.dtype(dtype)
+        key = (dtype.name, bool(jax.config.jax_enable_x64))
         if key not in self._device:
             self._device[key] = DeviceArrays(
                 self.transition.astype(dtype),

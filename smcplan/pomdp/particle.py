@@ -111,6 +111,16 @@ def optimal_proposal(pomdp: DiscretePOMDP) -> Proposal:
     return proposal
 
 
+def _sample_initial(key: jax.Array, b0: jax.Array, num_particles: int) -> jax.Array:
+    """N i.i.d. draws from b0 by inverse CDF, O(N log S) (Gumbel-max would cost O(N S))."""
+    cdf = jnp.cumsum(b0)
+    u = jax.random.uniform(key, (num_particles,), dtype=cdf.dtype) * cdf[-1]
+    idx = jnp.searchsorted(cdf, u, side="right")
+    # never select a zero-probability state at the top end (rounding of the last cdf entries)
+    last = b0.shape[0] - 1 - jnp.argmax(b0[::-1] > 0)
+    return jnp.minimum(idx, last).astype(jnp.int32)
+
+
 def _log(x: jax.Array) -> jax.Array:
     return jnp.log(x)
 
@@ -127,7 +137,7 @@ def _filter_arrays(
     proposal: Proposal | None,
 ) -> tuple:
     key0, key_steps = jax.random.split(key)
-    x0 = jax.random.categorical(key0, jnp.log(arrays.b0), shape=(num_particles,)).astype(jnp.int32)
+    x0 = _sample_initial(key0, arrays.b0, num_particles)
     tr, O = arrays.transition, arrays.O  # noqa: N806, E741
 
     def body(state: smc.SMCState, inputs: tuple[jax.Array, jax.Array, jax.Array]):
@@ -157,7 +167,7 @@ def _filter_arrays(
     if proposal is None:
         state0 = smc.init(x0)
     else:
-        state0 = smc.init((x0, jnp.zeros(num_particles, jnp.zeros(()).dtype)))
+        state0 = smc.init((x0, jnp.zeros(num_particles, arrays.O.dtype)))
     keys = jax.random.split(key_steps, actions.shape[0])
     _, (particles, log_weights, info) = jax.lax.scan(body, state0, (keys, actions, observations))
     return x0, state0.log_weights, particles, log_weights, info
