@@ -7,8 +7,9 @@ State (factors)
     ``key`` ∈ receptacles (where the object is), ``agent`` ∈ receptacles ∪ {middle of the room},
     ``open`` ⊆ receptacles (a bitmask), ``done`` ∈ {ongoing, succeeded, failed, over}.  The three
     ended states are single states ("task succeeded", "task failed", "task over"); any action in
-    "succeeded"/"failed" leads to the absorbing "task over".  |S| = n (n+1) 2^n + 3 when the
-    agent starts in the middle (99 for n = 3).
+    "succeeded"/"failed" leads to the absorbing "task over".  Starting in the middle, the
+    reachable states number n^2 2^n (agent at a receptacle) + n (agent in the middle, all
+    closed) + 3 (78 for n = 3).
 
 Actions (4n + 1), deterministic
     ``go to R`` (the agent moves to R); ``open R`` / ``close R`` (only when at R, else nothing
@@ -233,7 +234,7 @@ def household(
     failure_penalty: float = 10.0,
     discount: float = 0.95,
 ) -> DiscretePOMDP:
-    """The household search task compiled to arrays (99 states, 13 actions, 30 observations by default)."""
+    """The household search task compiled to arrays (78 states, 13 actions, 30 observations by default)."""
     return compile_program(
         household_program(
             receptacles, obj, key_prior, start, initially_open, look_accuracy, step_cost, success_reward, failure_penalty, discount
