@@ -119,18 +119,6 @@ def exact_update(pomdp: DiscretePOMDP, belief: Any, action: int | str, observati
     return new_belief
 
 
-def _indices(pomdp: DiscretePOMDP, values: Sequence[int | str] | Any, kind: str) -> np.ndarray:
-    lookup = pomdp.action_index if kind == "action" else pomdp.observation_index
-    if isinstance(values, np.ndarray | jax.Array) and np.issubdtype(np.asarray(values).dtype, np.integer):
-        arr = np.asarray(values, dtype=np.int64).reshape(-1)
-        limit = pomdp.num_actions if kind == "action" else pomdp.num_observations
-        if arr.size and (arr.min() < 0 or arr.max() >= limit):
-            bad = int(arr[(arr < 0) | (arr >= limit)][0])
-            raise IndexError(f"{kind} index {bad} out of range [0, {limit}) in {pomdp.name}")
-        return arr.astype(np.int32)
-    return np.asarray([lookup(v) for v in values], dtype=np.int32)
-
-
 def exact_filter(
     pomdp: DiscretePOMDP,
     actions: Sequence[int | str] | Any,
@@ -149,8 +137,8 @@ def exact_filter(
             where :math:`P(o_t \mid b_{t-1}, a_t) = 0`.
     """
     arrays = pomdp.device()
-    acts = _indices(pomdp, actions, "action")
-    obs = _indices(pomdp, observations, "observation")
+    acts = pomdp.action_indices(actions)
+    obs = pomdp.observation_indices(observations)
     if acts.shape != obs.shape:
         raise ValueError(f"{acts.shape[0]} actions but {obs.shape[0]} observations; need one observation per action")
     b0 = arrays.b0 if belief0 is None else _check_belief(pomdp, belief0, arrays.O.dtype)

@@ -378,6 +378,24 @@ class DiscretePOMDP:
         """Index of an observation given by name or index (errors list the valid names)."""
         return self._lookup("observation", observation)
 
+    def _indices(self, values: Any, kind: str) -> np.ndarray:
+        limit = self.num_actions if kind == "action" else self.num_observations
+        if isinstance(values, np.ndarray | jax.Array) and np.issubdtype(np.asarray(values).dtype, np.integer):
+            arr = np.asarray(values, dtype=np.int64).reshape(-1)
+            if arr.size and (arr.min() < 0 or arr.max() >= limit):
+                bad = int(arr[(arr < 0) | (arr >= limit)][0])
+                raise IndexError(f"{kind} index {bad} out of range [0, {limit}) in {self.name}")
+            return arr.astype(np.int32)
+        return np.asarray([self._lookup(kind, v) for v in values], dtype=np.int32)
+
+    def action_indices(self, actions: Sequence[int | str] | Any) -> np.ndarray:
+        """int32 indices of a sequence of actions given by names and/or indices."""
+        return self._indices(actions, "action")
+
+    def observation_indices(self, observations: Sequence[int | str] | Any) -> np.ndarray:
+        """int32 indices of a sequence of observations given by names and/or indices."""
+        return self._indices(observations, "observation")
+
     # ------------------------------------------------------------------ device copies
     def device(self, dtype: Any = None) -> DeviceArrays:
         """JAX copies of (transition, O, R, b0) in ``dtype`` (default: JAX's default float), cached.

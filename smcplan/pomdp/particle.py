@@ -36,7 +36,6 @@ import numpy as np
 from numpyro import handlers
 
 from smcplan import smc
-from smcplan.pomdp.exact import _indices
 from smcplan.pomdp.model import DenseTransition, DeviceArrays, DiscretePOMDP
 from smcplan.pomdp.program import OBS_SITE, POMDPProgram
 
@@ -274,8 +273,8 @@ def particle_filter(
     if isinstance(resampling, str) and resampling not in smc.resampling.SCHEMES:
         raise ValueError(f"unknown resampling {resampling!r}; known: {', '.join(sorted(smc.resampling.SCHEMES))}")
     if isinstance(model, DiscretePOMDP):
-        acts = _indices(model, actions, "action")
-        obs = _indices(model, observations, "observation")
+        acts = model.action_indices(actions)
+        obs = model.observation_indices(observations)
         action_names, obs_names = model.action_names, model.observation_names
     elif isinstance(model, POMDPProgram):
         if proposal is not None:

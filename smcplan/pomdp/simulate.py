@@ -16,7 +16,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from smcplan.pomdp.exact import _indices
 from smcplan.pomdp.model import DiscretePOMDP
 
 __all__ = ["Episode", "simulate"]
@@ -46,7 +45,7 @@ def _rollout(arrays: Any, key: jax.Array, state0: jax.Array, actions: jax.Array)
 
 def simulate(pomdp: DiscretePOMDP, actions: Sequence[int | str] | Any, key: jax.Array, state: int | str | None = None) -> Episode:
     """Simulate ``actions`` from ``state`` (default: drawn from :math:`b_0`); see module docstring."""
-    acts = _indices(pomdp, actions, "action")
+    acts = pomdp.action_indices(actions)
     k0, k1 = jax.random.split(key)
     arrays = pomdp.device()
     if state is None:

@@ -8,6 +8,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from smcplan.pomdp import (
     ImpossibleObservationError,
@@ -139,3 +141,24 @@ def test_filter_of_a_simulated_rocksample_episode_tracks_the_true_position(rocks
     for t, s in enumerate(episode.states):
         mass = np.asarray(beliefs[t])[(x == x[s]) & (y == y[s])].sum()
         assert mass == pytest.approx(1.0, abs=1e-5)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_filter_equals_brute_force_over_hidden_paths_on_random_pomdps(seed):
+    # identity: p(o_{1:T}) = sum_{s_{0:T}} b0(s0) prod_t T(s_t|s_{t-1},a_t) O(o_t|s_t,a_t), and
+    # b_T(s) is the share of that sum over paths ending in s
+    rng = np.random.default_rng(seed)
+    pomdp = random_pomdp(rng, 3, 2, 2, alpha=0.5)
+    actions, observations = rng.integers(0, 2, 4), rng.integers(0, 2, 4)
+    T, O = pomdp.T, pomdp.O  # noqa: N806, E741
+    by_last = np.zeros(3)
+    for path in itertools.product(range(3), repeat=5):
+        p = pomdp.b0[path[0]]
+        for t in range(4):
+            p *= T[actions[t], path[t], path[t + 1]] * O[actions[t], path[t + 1], observations[t]]
+        by_last[path[-1]] += p
+    with jax.enable_x64(True):
+        beliefs, loglik = exact_filter(pomdp, actions, observations)
+        np.testing.assert_allclose(float(loglik), np.log(by_last.sum()), rtol=1e-10)
+        np.testing.assert_allclose(np.asarray(beliefs[-1]), by_last / by_last.sum(), rtol=1e-9, atol=1e-14)
