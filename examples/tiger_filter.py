@@ -80,7 +80,7 @@ def main() -> None:
     print(f"\nlog p(observations | actions): exact {float(loglik):.4f}, PF 100 {estimates[100][1]:.4f}, PF 1000 {estimates[1000][1]:.4f}")
 
     steps = np.arange(args.steps + 1)
-    fig, ax = plt.subplots(figsize=(10, 4))
+    fig, ax = plt.subplots(figsize=(10, 4.4))
     for t in steps:
         if states[t] == 0:
             ax.axvspan(t - 0.5, t + 0.5, color="tab:orange", alpha=0.12, lw=0)
@@ -92,7 +92,7 @@ def main() -> None:
             ax.annotate(pomdp.action_names[actions[t]].replace(" door", ""), (t + 1, 0.02), ha="center", va="bottom", fontsize=7, rotation=90)
     ax.set(xlabel="step", ylabel="P(tiger behind left door)", ylim=(-0.02, 1.02), title="Tiger: belief over time (shaded: tiger truly left)")
     ax.set_xticks(steps)
-    ax.legend(loc="upper left", fontsize=8, framealpha=0.9)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=3, fontsize=8, frameon=False)
     fig.tight_layout()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(args.out, dpi=120)
