@@ -9,7 +9,8 @@ One step, as in DESIGN.md ("Data flow of one NeSyFS step"):
    (:class:`smcplan.llm.ActionProposal`: exact log-prob scoring, temperature 1 by default);
 3. **reflection** — n = 5 sampled verdicts on a_t; accept iff at least 80 % say Yes
    (:class:`smcplan.llm.Reflection`). On "No" the reflection's thought goes back to the fast
-   module as a note ('"a" was rejected: <thought>') and it proposes again;
+   module as a note ('"a" was rejected: <thought>') and it proposes again (by default among the
+   actions not yet rejected this step, ``exclude_rejected``);
 4. **slow thinking** — after K = 3 rejections, :class:`~smcplan.agents.slow_thinking.SlowThinker`
    runs ``smcplan.plan(task, kg, admissible, lm=...)`` (N particles, horizon H, λ, weighting;
    the planner's language-model components, each particle with its own copy of the graph
@@ -52,6 +53,11 @@ class NeSyFSAgent(LLMAgent):
         n and the acceptance fraction of the reflection (5 and 0.8).
     max_rejections
         K: reflection rejections before slow thinking (3).
+    exclude_rejected
+        Re-proposals within a step choose among the admissible actions not yet rejected (all of
+        them if none is left). The paper feeds back only the reflection's thought; a strong model
+        then proposes something else, SmolLM2-135M mostly re-proposes the same action (measured:
+        docs/agents.md), so this is on by default; ``False`` gives the paper's plain feedback.
     num_particles, horizon, lam, weighting, resampling, ess_threshold, choice, observation_tokens
         The slow thinker's settings (:class:`~smcplan.agents.slow_thinking.SlowThinker`).
     reflector
@@ -75,6 +81,7 @@ class NeSyFSAgent(LLMAgent):
         reflection_threshold: float = 0.8,
         reflection_temperature: float = 1.0,
         max_rejections: int = 3,
+        exclude_rejected: bool = True,
         num_particles: int = 4,
         horizon: int = 2,
         lam: float = 1.0,
@@ -96,6 +103,7 @@ class NeSyFSAgent(LLMAgent):
         self.use_reflection = bool(reflection)
         self.use_slow_thinking = bool(slow_thinking)
         self.max_rejections = int(max_rejections)
+        self.exclude_rejected = bool(exclude_rejected)
         if self.use_reflection and reflector is None:
             from smcplan.llm import Reflection
 
@@ -131,7 +139,11 @@ class NeSyFSAgent(LLMAgent):
             rec.extra["kg_retrieved"] = [f"({s}, {r}, {o})" for s, r, o in ctx.triplets]
 
         def fast(feedback: list[str]) -> Candidate:
-            return self.propose(ctx, admissible, feedback)
+            allowed = admissible
+            if self.exclude_rejected:
+                turned_down = {r["action"] for r in rec.rejected}
+                allowed = [a for a in admissible if a not in turned_down] or admissible
+            return self.propose(ctx, allowed, feedback)
 
         if not self.use_reflection:
             cand = fast([])

@@ -127,6 +127,29 @@ def test_rejection_thought_goes_back_to_the_fast_module(tiny_lm, household_env):
     assert played[0].step.meta["executed"] == "fallback"  # no slow thinking: best rejected one
 
 
+def test_reproposals_skip_rejected_actions_unless_told_not_to(tiny_lm, household_env):
+    for exclude in (True, False):
+        agent = make(
+            "nesyfs", lm=tiny_lm, seed=0, reflector=FixedReflection(False), slow_thinking=False,
+            exclude_rejected=exclude, temperature=0.0,  # greedy: the same action unless excluded
+        )
+        (p,) = play(agent, household_env, tiny_lm, seed=0, max_steps=1)
+        proposed = [x["action"] for x in p.step.meta["proposals"]]
+        assert len(proposed) == 3
+        assert len(set(proposed)) == (3 if exclude else 1)
+
+
+def test_when_every_action_was_rejected_the_full_set_is_offered_again(tiny_lm):
+    from smcplan.agents.nesyfs import NeSyFSAgent
+
+    agent = NeSyFSAgent(tiny_lm, reflector=FixedReflection(False), slow_thinking=False)
+    obs = "You are in the middle of a room. Looking quickly around you, you see a drawer 1."
+    agent.reset("take the key 1", obs, ["look", "go to drawer 1"])
+    step = agent.act(obs, ["look", "go to drawer 1"], {})
+    proposed = [x["action"] for x in step.meta["proposals"]]
+    assert len(proposed) == 3 and set(proposed[:2]) == {"look", "go to drawer 1"}
+
+
 @pytest.mark.parametrize(
     ("flags", "context"),
     [
