@@ -31,6 +31,7 @@ Imports JAX, equinox, :mod:`smcplan.pomdp` and the planning protocols; no torch.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any, NamedTuple
 
 import equinox as eqx
@@ -86,8 +87,11 @@ def _belief_vector(pomdp: DiscretePOMDP, belief: Any) -> jax.Array:
 
 def init_particles(pomdp: DiscretePOMDP, belief: Any, key: jax.Array, num_particles: int) -> BeliefParticle:
     """N particles at the root: :math:`s^i \\sim b`, every belief equal to ``belief``."""
-    b = _belief_vector(pomdp, belief)
-    n = int(num_particles)
+    return _init(_belief_vector(pomdp, belief), key, int(num_particles))
+
+
+@partial(jax.jit, static_argnums=2)
+def _init(b: jax.Array, key: jax.Array, n: int) -> BeliefParticle:
     states = jax.random.categorical(key, jnp.log(b), shape=(n,)).astype(jnp.int32)
     return BeliefParticle(
         state=states,

@@ -81,6 +81,7 @@ class _Run(NamedTuple):
     resampled: jax.Array
     ess: jax.Array
     log_Z_increments: jax.Array
+    chosen: jax.Array
     calls: dict[str, int]
 
 
@@ -199,6 +200,7 @@ def _run(
     step_actions: list[Batch] = []
     ancestry, resampled, ess_hist, log_z_hist = [], [], [], []
     identity = jnp.arange(n, dtype=jnp.int32)
+    key, key_choice = jax.random.split(key)
     for t, step_key in enumerate(jax.random.split(key, horizon), start=1):
         k_res, k_prop, k_world, k_twist = jax.random.split(step_key, 4)
         # 1. resample (not before step 1: all particles start equally weighted)
@@ -255,6 +257,7 @@ def _run(
         resampled=jnp.stack(resampled),
         ess=jnp.stack(ess_hist),
         log_Z_increments=jnp.stack(log_z_hist),
+        chosen=jax.random.categorical(key_choice, log_w),  # j ~ Cat(W^H), used by choice="sample"
         calls=calls,
     )
 
@@ -339,19 +342,19 @@ def tsmc(
     n = batch_size(particles, "initial particles")
     if jit and is_list_batch(particles):
         raise PlanningError("jit=True needs pytree particles with a leading axis N; a list of objects runs with jit=False")
-    key_run, key_choice = jax.random.split(key)
     runner = _run_jit if jit else _run
-    out = runner(proposal, world_model, twist, particles, key_run, int(horizon), weighting, float(lam), resample_fn, float(ess_threshold))
-    log_z_inc = np.asarray(out.log_Z_increments, dtype=np.float64)
+    out = runner(proposal, world_model, twist, particles, key, int(horizon), weighting, float(lam), resample_fn, float(ess_threshold))
+    host_log_w, log_z_inc, chosen = jax.device_get((out.log_weights, out.log_Z_increments, out.chosen))
+    log_z_inc = np.asarray(log_z_inc, dtype=np.float64)
     if not np.all(np.isfinite(log_z_inc)):
         bad = int(np.flatnonzero(~np.isfinite(log_z_inc))[0]) + 1
         raise PlanningError(
             f"step {bad}: every particle has weight zero (or a NaN weight) under weighting={weighting!r}; "
             f"log Z increments {log_z_inc.tolist()}"
         )
-    mass = _action_mass(out.first_actions, out.log_weights)
+    mass = _action_mass(out.first_actions, host_log_w)
     if choice == "sample":
-        j = int(jax.random.categorical(key_choice, out.log_weights))
+        j = int(chosen)
         action = _item(out.first_actions, j)
         if isinstance(action, list):
             action = tuple(action)
