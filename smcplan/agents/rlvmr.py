@@ -21,10 +21,14 @@ in two calls on the same prompt (task, memory, the current plan, admissible acti
    where :math:`r^{\mathrm{meta}}_t` is the rule of :mod:`smcplan.agents.rlvmr_rewards` for that
    tag had the agent taken :math:`a` (explore: 1 for an action not taken before; reflection: 1
    for a changed action after an invalid one; planning and monitor: 0 — planning's reward waits
-   for the outcome). :math:`\beta` = ``guidance``: 0 is the paper's plain inference (the
-   rewards only recorded); :math:`\beta > 0` uses the same rules at inference as a one-step
-   twist, :math:`\pi(a) \propto p(a)\, e^{\beta r(a)}` at temperature 0, which is what lets an
-   untrained small model break a "look around" loop when it says it explores. With
+   for the outcome). :math:`\beta` = ``guidance`` uses the same rules at inference as a one-step
+   twist, :math:`\pi(a) \propto p(a)\, e^{\beta r(a)}`: ``guidance=0`` is the paper's plain
+   inference (the rewards only recorded); the default :math:`\beta = \infty` takes the most
+   likely action among those the rule rewards (an explore step tries something new, a reflection
+   after a failure changes the action) and the model's own choice when the rule rewards none.
+   That is what lets an untrained small model break a "look around" loop once it says it
+   explores: SmolLM2-135M's log-probability gaps between admissible actions often exceed the
+   reward's 1 nat, so a finite :math:`\beta` of a few nats does not (measured: docs). With
    ``action_temperature > 0`` the action is sampled from that tempered distribution instead.
 
 Validity of step t (admissible and accepted: ``info["invalid"]`` false at step t + 1) is filled
@@ -43,6 +47,7 @@ Imports the agents' shared parts, :mod:`smcplan.agents.rlvmr_rewards` and, lazil
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -85,7 +90,8 @@ class RLVMRAgent(LLMAgent):
     Parameters (beyond :class:`~smcplan.agents.llm_agent.LLMAgent`'s)
     ----------------------------------------------------------------
     guidance
-        :math:`\\beta`, the weight of the verifiable reward in the action choice (0: none).
+        :math:`\\beta`, the weight of the verifiable reward in the action choice (0: none;
+        ``math.inf``, the default: the rewarded actions first, the model's order among them).
     tag_temperature
         Temperature of the tag block's sampling (1: the model's own distribution).
     action_temperature
@@ -105,7 +111,7 @@ class RLVMRAgent(LLMAgent):
         self,
         lm: Any = None,
         *,
-        guidance: float = 2.0,
+        guidance: float = math.inf,
         tag_temperature: float = 1.0,
         action_temperature: float = 0.0,
         constrained: bool = True,
@@ -203,7 +209,10 @@ class RLVMRAgent(LLMAgent):
             return step_reward(steps, t, None, self.rewards)
 
         bonus = np.array([reward_if(a).meta for a in admissible])
-        scores = np.asarray(log_probs) + self.guidance * bonus
+        if math.isinf(self.guidance):  # lexicographic: rewarded actions first
+            scores = np.where(bonus == bonus.max(), np.asarray(log_probs), -np.inf)
+        else:
+            scores = np.asarray(log_probs) + self.guidance * bonus
         if self.action_temperature == 0:
             k = int(np.argmax(scores))
         else:

@@ -104,7 +104,7 @@ _USER = """\
 Task: {{ task }}
 Observation: {{ observation }}
 Commands available now (examples of the command format): {{ admissible | join(", ") }}
-Write the whole plan as JSON {"actions": ["command 1", "command 2", ...]}."""
+Answer with JSON {"actions": [...]} that lists the commands of the whole plan in order."""
 
 _PREFIX = '{"actions": ['
 _SEP = '", "'

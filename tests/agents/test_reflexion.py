@@ -9,6 +9,7 @@ from smcplan.agents import make
 from smcplan.agents.reflexion import ReflexionAgent
 from smcplan.llm import ActionProposal
 from tests.agents.conftest import check_record, play
+from tests.agents.test_rlaw import smollm2
 
 
 class Spy:
@@ -95,3 +96,17 @@ def test_reflexion_plays_textworld_express_coin_with_admissible_actions_and_cons
             meta = check_record(p, agent="reflexion", context="history")
             assert meta["reflexion_trial"] == trial
             assert meta["reflections_in_context"] == before[-3:]
+
+
+@pytest.mark.slow
+def test_reflexion_with_smollm2_reflects_after_a_short_failed_coin_trial(coin_env):
+    lm = smollm2()
+    agent = make("reflexion", lm=lm, seed=0, reflection_tokens=32)
+    for trial in range(2):
+        played = play(agent, coin_env, lm, seed=10000, max_steps=1)
+        for p in played:
+            meta = check_record(p, agent="reflexion", context="history")
+            assert meta["reflexion_trial"] == trial
+    (first, second) = agent.reflections  # one step never collects the coin: both trials failed
+    assert first["reflection"].strip() and second["trial"] == 1
+    assert played[0].step.meta["reflections_in_context"] == [first["reflection"]]

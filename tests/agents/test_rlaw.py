@@ -3,6 +3,8 @@ of the rejected), the recorded return, the actor's action mapping, and whole epi
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 from smcplan.agents import make
@@ -11,6 +13,16 @@ from smcplan.agents.rlaw import JSONActor, RLAWAgent, discounted_return
 from smcplan.agents.zeroshot import match_admissible
 from smcplan.llm import Critic, Critique
 from tests.agents.conftest import check_record, play
+
+
+@functools.cache
+def smollm2():
+    """SmolLM2-135M (the packaged real model), loaded once for this share's slow tests, on one
+    CPU thread: on the shared 2-core machine torch's default threads ran 4-14x slower
+    (measured: docs/agents_rlaw_rlvmr.md)."""
+    from smcplan.llm import load_model
+
+    return load_model(threads=1)
 
 
 class ScriptedCritic(Critic):
@@ -197,5 +209,20 @@ def test_rlaw_plays_textworld_express_coin_with_admissible_actions_and_consisten
     assert len(played) == 3 or played[-1].done
     for p in played:
         meta = check_record(p, agent="rlaw", context="kg")
+        assert meta["r_critique"] in meta["critic_scores"]
+    assert len(agent.episode_rewards) == len(played)
+
+
+@pytest.mark.slow
+def test_rlaw_with_smollm2_plays_a_short_coin_episode(coin_env):
+    lm = smollm2()
+    agent = make(
+        "rlaw", lm=lm, seed=0, thought_tokens=24, action_tokens=12, max_regenerations=1
+    )
+    played = play(agent, coin_env, lm, seed=10000, max_steps=2)
+    for p in played:
+        meta = check_record(p, agent="rlaw", context="kg")
+        assert 1 <= len(meta["proposals"]) <= 2
+        assert all(0.0 <= c <= 1.0 for c in meta["critic_scores"])
         assert meta["r_critique"] in meta["critic_scores"]
     assert len(agent.episode_rewards) == len(played)

@@ -33,6 +33,7 @@ from smcplan.agents.rlvmr_rewards import (
 )
 from smcplan.planning import Proposed, Transition, plan, tsmc
 from tests.agents.conftest import check_record, play
+from tests.agents.test_rlaw import smollm2
 
 S = TaggedStep
 
@@ -306,14 +307,15 @@ def test_rlvmr_plays_textworld_express_coin_with_admissible_actions_and_consiste
 
 
 def test_explore_guidance_breaks_a_repetition_loop(tiny_lm, household_env):
-    """Only <explore> allowed, beta = 100 >> any log-prob gap among 13 actions of the random
-    model: every step takes an action not taken before, while one is left; beta = 0 (the
-    paper's plain inference) repeats the model's favourite."""
-    guided = RLVMRAgent(tiny_lm, seed=0, tags=("explore",), guidance=100.0)
-    played = play(guided, household_env, tiny_lm, seed=0, max_steps=5)
-    actions = [p.step.action for p in played]
-    assert len(set(actions)) == len(actions)
-    assert all(p.step.meta["rlvmr_reward"]["total"] == 1.0 for p in played)
+    """Only <explore> allowed: with the default beta = inf, or beta = 100 >> any log-prob gap
+    among the 13 actions of the random model, every step takes an action not taken before
+    while one is left; beta = 0 (the paper's plain inference) repeats the model's favourite."""
+    for beta in (float("inf"), 100.0):
+        guided = RLVMRAgent(tiny_lm, seed=0, tags=("explore",), guidance=beta)
+        played = play(guided, household_env, tiny_lm, seed=0, max_steps=5)
+        actions = [p.step.action for p in played]
+        assert len(set(actions)) == len(actions)
+        assert all(p.step.meta["rlvmr_reward"]["total"] == 1.0 for p in played)
     plain = RLVMRAgent(tiny_lm, seed=0, tags=("explore",), guidance=0.0)
     played = play(plain, household_env, tiny_lm, seed=0, max_steps=5)
     assert not any(p.step.meta["guided"] for p in played)
@@ -321,7 +323,7 @@ def test_explore_guidance_breaks_a_repetition_loop(tiny_lm, household_env):
 
 
 def test_reflection_guidance_changes_the_action_after_an_invalid_one(tiny_lm, household_env):
-    agent = RLVMRAgent(tiny_lm, seed=0, tags=("reflection",), guidance=100.0)
+    agent = RLVMRAgent(tiny_lm, seed=0, tags=("reflection",))
     obs, info = household_env.reset(0)
     admissible = info["admissible_actions"]
     agent.reset(household_env.task, obs, admissible)
@@ -350,3 +352,13 @@ def test_bad_configuration_names_the_valid_values(tiny_lm):
         RLVMRAgent(tiny_lm, tags=("think",))
     with pytest.raises(ValueError, match="guidance, tag_temperature and action_temperature"):
         RLVMRAgent(tiny_lm, guidance=-1)
+
+
+@pytest.mark.slow
+def test_rlvmr_with_smollm2_plays_a_short_coin_episode(coin_env):
+    lm = smollm2()
+    agent = make("rlvmr", lm=lm, seed=0, content_tokens=24)
+    played = play(agent, coin_env, lm, seed=10000, max_steps=2)
+    for t, p in enumerate(played):
+        meta = check_rlvmr_record(p, agent, t)
+        assert meta["rlvmr_well_formed"] and p.step.tag in TAGS

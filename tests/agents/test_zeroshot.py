@@ -12,6 +12,7 @@ from smcplan.agents import make
 from smcplan.agents.record import SCHEMA_KEYS
 from smcplan.agents.zeroshot import ZeroShotAgent, match_admissible, normalize_action
 from tests.agents.conftest import play
+from tests.agents.test_rlaw import smollm2
 
 
 def check_zeroshot_record(p, t: int) -> dict:
@@ -105,5 +106,16 @@ def test_zeroshot_plays_textworld_express_coin_with_admissible_actions(tiny_lm, 
     agent = make("zeroshot", lm=tiny_lm, seed=0, plan_temperature=1.0)
     played = play(agent, coin_env, tiny_lm, seed=10000, max_steps=4)
     assert len(played) == 4 or played[-1].done
+    for t, p in enumerate(played):
+        check_zeroshot_record(p, t)
+
+
+@pytest.mark.slow
+def test_zeroshot_with_smollm2_plays_a_short_coin_episode(coin_env):
+    lm = smollm2()
+    agent = make("zeroshot", lm=lm, seed=0, plan_tokens=48)
+    played = play(agent, coin_env, lm, seed=10000, max_steps=2)
+    plan = played[0].step.meta["zeroshot_plan"]
+    assert plan and all(b.strip() for b in plan)  # the real model writes commands
     for t, p in enumerate(played):
         check_zeroshot_record(p, t)
