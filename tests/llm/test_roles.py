@@ -182,13 +182,14 @@ def test_complete_triplets_keeps_only_closed_groups():
 def test_cut_answers_are_completed_into_valid_output(tiny):
     # a budget of 1 free token cuts nearly every thought/reason: the roles must still return
     # schema-valid output (closed strings; reflection answers chosen by Yes/No log-probability)
-    refl = Reflection(tiny, n=3)
-    from dataclasses import replace
-
-    refl.assets = replace(refl.assets, settings={**refl.assets.settings, "max_new_tokens": 1})
+    refl = Reflection(tiny, n=3, settings={"max_new_tokens": 1})
     for v in refl(["t", "t"], ["c", "d"], ["a", "b"], seed=3):
         assert len(v.votes) == 3 and all(isinstance(z, str) for z in v.thoughts)
-    critic = Critic(tiny, temperature=1.0)
-    critic.assets = replace(critic.assets, settings={"max_new_tokens": 1})
+    critic = Critic(tiny, temperature=1.0, settings={"max_new_tokens": 1})
     for c in critic(["t"] * 2, ["c"] * 2, ["z"] * 2, ["a"] * 2, seed=1):
         jsonschema.validate(c.to_dict(), critic.assets.schema)
+
+
+def test_unknown_settings_are_rejected(tiny):
+    with pytest.raises(ValueError, match=r"unknown settings \['budget'\]; known: max_new_tokens"):
+        Critic(tiny, settings={"budget": 3})

@@ -5,6 +5,7 @@ Must not import ``smcplan.memory`` or ``smcplan.envs``.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -26,12 +27,21 @@ def check_lengths(role: str, **columns: Sequence[Any] | None) -> int:
 
 
 class Role:
-    """A model role: a language model plus the assets of ``models/roles/<asset_name>``."""
+    """A model role: a language model plus the assets of ``models/roles/<asset_name>``.
+
+    ``assets`` replaces the files (e.g. a prompt variant); ``roles_dir`` reads them from another
+    folder; ``settings`` overrides entries of the role's ``role.json`` (e.g. a smaller token budget
+    ``{"max_new_tokens": 32}``); unknown keys are an error naming the known ones.
+    """
 
     asset_name: str = ""
 
     def __init__(
-        self, lm: Any, assets: RoleAssets | None = None, roles_dir: str | Path | None = None
+        self,
+        lm: Any,
+        assets: RoleAssets | None = None,
+        roles_dir: str | Path | None = None,
+        settings: dict[str, Any] | None = None,
     ) -> None:
         if not hasattr(lm, "sample") or not hasattr(lm, "logprob"):
             raise TypeError(
@@ -40,6 +50,16 @@ class Role:
             )
         self.lm = lm
         self.assets = assets if assets is not None else load_role(self.asset_name, roles_dir)
+        if settings:
+            unknown = sorted(set(settings) - set(self.assets.settings))
+            if unknown:
+                known = ", ".join(sorted(self.assets.settings)) or "none"
+                raise ValueError(
+                    f"{type(self).__name__}: unknown settings {unknown}; known: {known}"
+                )
+            self.assets = dataclasses.replace(
+                self.assets, settings={**self.assets.settings, **settings}
+            )
 
 
 def _strip_strings(schema: Any) -> Any:
