@@ -4,7 +4,8 @@ For each domain (Tiger; household "check first"; the default 3-receptacle househ
 configuration, number of particles N and horizon H it reports
 
 * decisions per second of ``smcplan.plan`` once compiled (median over ``--seeds`` runs per
-  belief), next to the time of one ``smcplan.pomdp.solve_exact`` call on the same belief;
+  belief; the best run too, since a shared machine adds noise), next to the time of one
+  ``smcplan.pomdp.solve_exact`` call on the same belief;
 * the jit compile time (first call minus a steady-state call), separately;
 * the agreement rate: the fraction of runs whose action is optimal by ``solve_exact``'s
   Q-values (any of the tied optimal actions; ``n/a`` where the exact tree is too large).
@@ -89,6 +90,7 @@ def run_cell(pomdp: Any, beliefs: list[Any], n: int, horizon: int, config: dict[
     return {
         "decisions_per_s": 1.0 / steady,
         "ms_per_decision": 1e3 * steady,
+        "best_ms_per_decision": 1e3 * min(times),
         "compile_s": max(first - steady, 0.0),
         "agreement": agree / runs if exact is not None else None,
         "runs": runs,
@@ -109,7 +111,8 @@ def main() -> None:
         args.num_particles, args.horizons, args.seeds = [64, 1024], [3], 5
 
     rows: list[dict[str, Any]] = []
-    header = f"{'domain':<22} {'config':<26} {'N':>6} {'H':>2} {'dec/s':>9} {'ms/dec':>8} {'compile s':>9} {'agree':>6} {'exact ms':>9}"
+    header = (f"{'domain':<22} {'config':<26} {'N':>6} {'H':>2} {'dec/s':>9} {'ms/dec':>8} {'best ms':>8} "
+              f"{'compile s':>9} {'agree':>6} {'exact ms':>9}")
     print(header)
     print("-" * len(header))
     all_domains = domains()
@@ -131,7 +134,8 @@ def main() -> None:
                     agree = "n/a" if row["agreement"] is None else f"{row['agreement']:.2f}"
                     ex = "n/a" if row["exact_ms"] is None else f"{row['exact_ms']:.2f}"
                     print(f"{dname:<22} {cname:<26} {n:>6} {horizon:>2} {row['decisions_per_s']:>9.1f} "
-                          f"{row['ms_per_decision']:>8.2f} {row['compile_s']:>9.2f} {agree:>6} {ex:>9}", flush=True)
+                          f"{row['ms_per_decision']:>8.2f} {row['best_ms_per_decision']:>8.2f} {row['compile_s']:>9.2f} "
+                          f"{agree:>6} {ex:>9}", flush=True)
                     rows.append(row)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -56,6 +56,7 @@ __all__ = [
     "ExactValueTwist",
     "NoTwist",
     "expected_reward",
+    "sample_rows",
 ]
 
 
@@ -92,7 +93,7 @@ def init_particles(pomdp: DiscretePOMDP, belief: Any, key: jax.Array, num_partic
 
 @partial(jax.jit, static_argnums=2)
 def _init(b: jax.Array, key: jax.Array, n: int) -> BeliefParticle:
-    states = jax.random.categorical(key, jnp.log(b), shape=(n,)).astype(jnp.int32)
+    states = sample_rows(key, jnp.broadcast_to(b, (n, b.shape[0])))
     return BeliefParticle(
         state=states,
         belief=jnp.broadcast_to(b, (n, b.shape[0])),
@@ -120,6 +121,19 @@ def allowed_actions(pomdp: DiscretePOMDP, actions: Sequence[int | str] | None) -
     return mask
 
 
+def sample_rows(key: jax.Array, probs: jax.Array) -> jax.Array:
+    r"""One draw per row of ``probs`` (..., K) by the inverse CDF, :math:`k = \#\{j : C_j \le u\,C_K\}`
+    with one uniform :math:`u` per row: O(K) per row and a single random number, where
+    ``jax.random.categorical`` draws K Gumbel variables per row (measured 37 ms for 16,384 x 30
+    observation rows on CPU).  Rows need a positive sum; zero-probability entries are never drawn."""
+    cdf = jnp.cumsum(probs, axis=-1)
+    u = jax.random.uniform(key, probs.shape[:-1], dtype=cdf.dtype) * cdf[..., -1]
+    idx = jnp.sum(cdf <= u[..., None], axis=-1)
+    k = probs.shape[-1]
+    last_positive = k - 1 - jnp.argmax(jnp.flip(probs > 0, axis=-1), axis=-1)  # guards u*C_K rounding up to C_K
+    return jnp.minimum(idx, last_positive).astype(jnp.int32)
+
+
 def expected_reward(R: jax.Array, belief: jax.Array, actions: jax.Array) -> jax.Array:  # noqa: N803
     r""":math:`r^i = \sum_s b^i(s) R(s, a^i)` for every particle."""
     return jnp.sum(belief * R.T[actions], axis=-1)
@@ -135,8 +149,7 @@ class UniformProposal(eqx.Module):
 
     def __call__(self, key: jax.Array, particles: BeliefParticle, t: int, horizon: int) -> Proposed:
         n = particles.state.shape[0]
-        logits = jnp.where(self.mask, 0.0, -jnp.inf)
-        actions = jax.random.categorical(key, logits, shape=(n,)).astype(jnp.int32)
+        actions = sample_rows(key, jnp.broadcast_to(self.mask.astype(particles.ret.dtype), (n, self.mask.shape[0])))
         log_q = jnp.full((n,), -jnp.log(jnp.sum(self.mask)))
         return Proposed(actions=actions, log_q=log_q, log_p=None)
 
@@ -161,7 +174,7 @@ class SoftmaxProposal(eqx.Module):
         h = particles.belief @ self.R if self.heuristic is None else self.heuristic(self.R, particles.belief)
         logits = jnp.where(self.mask, self.beta * h, -jnp.inf)
         log_probs = jax.nn.log_softmax(logits, axis=-1)
-        actions = jax.random.categorical(key, logits, axis=-1).astype(jnp.int32)
+        actions = sample_rows(key, jnp.exp(log_probs))
         log_q = jnp.take_along_axis(log_probs, actions[:, None], axis=-1)[:, 0]
         log_p = jnp.full_like(log_q, -jnp.log(jnp.sum(self.mask)))
         return Proposed(actions=actions, log_q=log_q, log_p=log_p)
@@ -194,7 +207,7 @@ def _step_particles(
     log_t = jax.vmap(lambda s, a, s2: transition.log_prob(s[None], a, s2[None])[0])(particles.state, actions, next_states)
     obs_rows = O[actions, next_states]  # (N, num_obs)
     if observations is None:
-        observations = jax.random.categorical(k_o, jnp.log(obs_rows), axis=-1).astype(jnp.int32)
+        observations = sample_rows(k_o, obs_rows)
     log_o = jnp.log(jnp.take_along_axis(obs_rows, observations[:, None], axis=-1)[:, 0])
     predicted = jax.vmap(transition.predict)(particles.belief, actions)  # (N, S)
     joint = predicted * O[actions, :, observations]

@@ -69,6 +69,18 @@ def test_soft_values_equal_brute_force_enumeration_of_the_twisted_target():
     assert math.exp(tree.log_soft[0][0]) == pytest.approx(f(pomdp.b0, 0), rel=1e-10)
 
 
+def test_inverse_cdf_row_sampling_draws_each_entry_with_its_probability_and_never_a_zero():
+    probs = np.array([[0.0, 0.2, 0.0, 0.5, 0.3], [1.0, 0.0, 0.0, 0.0, 0.0]])
+    m = 100_000
+    draws = np.asarray(pc.sample_rows(jax.random.key(0), np.repeat(probs, m, axis=0).reshape(2, m, 5).transpose(1, 0, 2)))
+    for row in range(2):
+        counts = np.bincount(draws[:, row], minlength=5)
+        # binomial counts: within 5 standard deviations of m p (and exactly 0 where p = 0)
+        sd = np.sqrt(m * probs[row] * (1 - probs[row]))
+        assert np.all(np.abs(counts - m * probs[row]) <= 5 * sd + 1e-9), counts
+        assert np.all(counts[probs[row] == 0] == 0)
+
+
 # ---------------------------------------------------------------- Tiger agreement with solve_exact
 
 # With the exact value twist, delta_t = 1 iff a_t is optimal at its parent belief.  Under the
