@@ -24,8 +24,13 @@ $(STAMP): pyproject.toml requirements/constraints.txt
 	$(BIN)/python -m pip install -q --no-deps -c requirements/constraints.txt -r requirements/no-deps.txt
 	touch $(STAMP)
 
+# The main job: the NeSyFS agent with the embedded SmolLM2 on a real TextWorldExpress game
+# (coin, dev seed 10000), printing the trajectory (thoughts, actions, rejections, slow thinking)
+# and the result table.  Step records land in runs/demo/ (viewer: `smcplan report runs/demo`).
+DEMO_ARGS ?= --env twx:coin --agent nesyfs --seeds 10000 --max-steps 10
 demo: setup
-	$(BIN)/python examples/main_job.py
+	rm -rf runs/demo
+	$(BIN)/smcplan eval $(DEMO_ARGS) --out runs/demo --show --no-progress
 
 test: setup
 	$(BIN)/python -m pytest -q
