@@ -45,8 +45,10 @@ def coin_env():
     env.close()
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def household_env():
+    """One toy:household env for the session (building it compiles the POMDP, ~2 s); every
+    test resets it with a seed, which fixes the whole episode."""
     from smcplan.envs import make
 
     env = make("toy:household")
