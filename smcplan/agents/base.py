@@ -18,7 +18,8 @@ class Step:
     ``thought`` the free-text reasoning (may be empty); ``tag`` a meta-reasoning tag (RLVMR:
     ``planning``/``explore``/``reflection``/``monitor``) or ``None``; ``meta`` everything the
     evaluation records per step: rejected proposals, reflection votes, critic scores, whether
-    slow thinking ran and a summary of its plan result, LLM calls and tokens.
+    slow thinking ran and a summary of its plan result, LLM calls and tokens (the schema of the
+    language-model agents is in :mod:`smcplan.agents.record`).
     """
 
     action: str

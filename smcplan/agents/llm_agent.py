@@ -152,9 +152,10 @@ class LLMAgent:
         KG context: ``"rule"``, ``"llm"`` or ``"auto"`` triplet extraction
         (:mod:`smcplan.agents.extractors`), the benchmark's rule set, and the retrieval's hops
         and size limit.
-    temperature, think, thought_temperature
+    temperature, think, thought_temperature, thought_tokens
         The proposal role: temperature of the choice over the admissible set (0 = argmax),
-        whether to sample a thought first, and the thought's temperature.
+        whether to sample a thought first, the thought's temperature and token budget
+        (``None``: the role's own).
     proposer, summarizer, llm_extractor
         Replace the default role objects (same call signatures), e.g. in tests.
     """
@@ -178,6 +179,7 @@ class LLMAgent:
         temperature: float = 1.0,
         think: bool = False,
         thought_temperature: float = 1.0,
+        thought_tokens: int | None = None,
         proposer: Any = None,
         summarizer: Any = None,
         llm_extractor: Any = None,
@@ -202,7 +204,11 @@ class LLMAgent:
             from smcplan.llm import ActionProposal
 
             proposer = ActionProposal(
-                lm, temperature=temperature, think=think, thought_temperature=thought_temperature
+                lm,
+                temperature=temperature,
+                think=think,
+                thought_temperature=thought_temperature,
+                settings={"thought_max_new_tokens": thought_tokens} if thought_tokens else None,
             )
         self.proposer = proposer
         self.belief: HistoryBelief | KGBelief | SummaryBelief

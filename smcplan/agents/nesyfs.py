@@ -22,8 +22,8 @@ Ablations (constructor flags): ``context="history"`` (the trajectory instead of 
 execute the rejected proposal with the highest yes-fraction, ``executed="fallback"``).
 
 Defaults are sized for SmolLM2-135M on 2 CPU cores (N = 4, H = 2, 32-token predicted
-observations, rule-based extraction where the benchmark format is known); the paper's values
-are N, H and λ as configured by the user.
+observations, 48-token reflection answers, rule-based extraction where the benchmark format is
+known); the paper's values are N, H and λ as configured by the user.
 
 Imports the agents' shared parts and, lazily, ``smcplan.llm``; never ``smcplan.eval`` /
 ``smcplan.cli``.
@@ -49,8 +49,11 @@ class NeSyFSAgent(LLMAgent):
     ----------------------------------------------------------------
     reflection, slow_thinking
         Ablation switches (both on by default).
-    reflection_samples, reflection_threshold
-        n and the acceptance fraction of the reflection (5 and 0.8).
+    reflection_samples, reflection_threshold, reflection_temperature
+        n, the acceptance fraction (5 and 0.8) and the sampling temperature of the reflection.
+    reflection_tokens
+        Token budget of each sampled reflection answer (48; ``None``: the role's own, 80). A
+        thought cut by the budget is kept as cut and its Yes/No is scored by the role.
     max_rejections
         K: reflection rejections before slow thinking (3).
     exclude_rejected
@@ -80,6 +83,7 @@ class NeSyFSAgent(LLMAgent):
         reflection_samples: int = 5,
         reflection_threshold: float = 0.8,
         reflection_temperature: float = 1.0,
+        reflection_tokens: int | None = 48,
         max_rejections: int = 3,
         exclude_rejected: bool = True,
         num_particles: int = 4,
@@ -112,6 +116,7 @@ class NeSyFSAgent(LLMAgent):
                 n=reflection_samples,
                 threshold=reflection_threshold,
                 temperature=reflection_temperature,
+                settings={"max_new_tokens": reflection_tokens} if reflection_tokens else None,
             )
         self.reflector = reflector
         if self.use_slow_thinking and planner is None:

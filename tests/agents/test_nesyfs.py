@@ -180,3 +180,13 @@ def test_nesyfs_ablations_play_and_record_what_they_switch(tiny_lm, household_en
             assert meta["kg_extractor"] == "llm"
     if flags.get("slow_thinking", True) is False:
         assert planner.calls == []
+
+
+def test_the_same_seeds_give_the_same_episode(tiny_lm, household_env):
+    runs = []
+    for _ in range(2):
+        agent = make("nesyfs", lm=tiny_lm, seed=7, num_particles=2, horizon=1)
+        played = play(agent, household_env, tiny_lm, seed=0, max_steps=2)
+        runs.append([(p.step.action, p.step.meta["proposals"], p.step.meta["reflection_votes"],
+                      p.step.meta["plan"]) for p in played])
+    assert runs[0] == runs[1]
