@@ -4,40 +4,45 @@ Each step the model answers in RLVMR's format,
 
     ``<planning>|<explore>|<reflection>|<monitor>`` one sentence ``</tag>`` ``<action>`` a ``</action>``
 
-in two calls on the same prompt (task, memory, the current plan, admissible actions):
+in three model calls on the same prompt (task, memory, the current plan, admissible actions).
+Both choices — the mode and the action — use the step's verifiable reward (the rules of
+:mod:`smcplan.agents.rlvmr_rewards`) as a one-step twist on the model,
 
-1. **tag** — one sampled block :math:`(g_t, z_t)`: constrained to exactly one tag around one
-   line of text, within ``content_tokens`` new tokens (a block cut by that budget is closed with
-   its tag, ``rlvmr_tag_cut``) (``constrained=True``); or, with ``constrained=False``, free text
-   of at most ``content_tokens`` tokens that the format check
+.. math:: \pi(c) \propto p(c)^{1/T}\, e^{\beta\, r(c)},
+
+so that ``beta = 0`` is the paper's plain inference (the rewards only recorded) and
+``beta = math.inf`` (the default) takes the most likely choice among those the rule rewards most
+(the model's own choice when the rule rewards none; ``T = 0``: the argmax).
+
+1. **tag** — each allowed tag's opening ``<g>`` is scored, :math:`\log p(g \mid x_t)`, with the
+   best reward the tag can earn now, :math:`R(g) = \max_{a \in A_t} r^{\mathrm{meta}}_t(g, a)`
+   (explore: 1 while some admissible action was never taken; reflection: 1 right after an
+   invalid action; planning: pending, 0; monitor: 0), and :math:`g_t` is drawn with
+   :math:`\beta_g` = ``tag_guidance`` at ``tag_temperature``; then its one line of text
+   :math:`z_t` is sampled after ``<g_t>`` within ``content_tokens`` new tokens (a line cut by
+   that budget is closed, ``rlvmr_tag_cut``). With ``constrained=False`` the model instead
+   writes free text of at most ``content_tokens`` tokens, which the format check
    (:func:`~smcplan.agents.rlvmr_rewards.parse_response`) may find malformed — the step is then
    untagged and pays RLVMR's format penalty;
 2. **action** — every admissible action scored in the answer's ``<action>`` slot after that
-   block, :math:`\ell(a) = \log p(a \mid x_t, g_t, z_t)` normalised over :math:`A_t`, and chosen
-   with the step's verifiable reward as a guide,
+   block, :math:`\ell(a) = \log p(a \mid x_t, g_t, z_t)`, and :math:`a_t` drawn with
+   :math:`\beta_a` = ``guidance`` at ``action_temperature`` (default 0: the argmax) and
+   :math:`r = r^{\mathrm{meta}}_t(g_t, a)`: an explore step tries the most likely action not
+   taken before, a reflection after a failure the most likely different action.
 
-   .. math:: a_t = \arg\max_{a \in A_t}\ \ell(a) + \beta\, r^{\mathrm{meta}}_t(g_t, a),
-
-   where :math:`r^{\mathrm{meta}}_t` is the rule of :mod:`smcplan.agents.rlvmr_rewards` for that
-   tag had the agent taken :math:`a` (explore: 1 for an action not taken before; reflection: 1
-   for a changed action after an invalid one; planning and monitor: 0 — planning's reward waits
-   for the outcome). :math:`\beta` = ``guidance`` uses the same rules at inference as a one-step
-   twist, :math:`\pi(a) \propto p(a)\, e^{\beta r(a)}`: ``guidance=0`` is the paper's plain
-   inference (the rewards only recorded); the default :math:`\beta = \infty` takes the most
-   likely action among those the rule rewards (an explore step tries something new, a reflection
-   after a failure changes the action) and the model's own choice when the rule rewards none.
-   That is what lets an untrained small model break a "look around" loop once it says it
-   explores: SmolLM2-135M's log-probability gaps between admissible actions often exceed the
-   reward's 1 nat, so a finite :math:`\beta` of a few nats does not (measured: docs). With
-   ``action_temperature > 0`` the action is sampled from that tempered distribution instead.
+Why both levels: measured with SmolLM2-135M on TextWorldExpress coin (docs/agents_rlaw_rlvmr.md),
+the model's own tags are mostly ``planning`` (about 60 %) and rarely ``explore`` (about 3 %), so
+guiding the action alone left 12 of 20 actions repeated; guiding the mode as well is what breaks
+the "open door to east" loop. The records show it: ``rlvmr_tag_logp`` (the model's tag scores),
+``rlvmr_tag_bonus``, ``tag_guided`` and ``guided`` (the guide changed the model's choice).
 
 Validity of step t (admissible and accepted: ``info["invalid"]`` false at step t + 1) is filled
 in when the next observation arrives. A planning block becomes the plan shown in later prompts.
 
-Each step records ``rlvmr_tag``, ``rlvmr_response`` (the whole answer), ``rlvmr_well_formed``,
-``rlvmr_format_problem``, ``rlvmr_reward`` (the step's reward, :class:`StepReward` as a dict;
-planning stays ``pending``), ``rlvmr_return`` (the sum so far, pending planning counted 0),
-``guided`` (the reward guide changed the model's argmax) and ``model_choice``. After
+Each step also records ``rlvmr_tag``, ``rlvmr_response`` (the whole answer),
+``rlvmr_well_formed``, ``rlvmr_format_problem``, ``rlvmr_reward`` (the step's reward,
+:class:`StepReward` as a dict; planning stays ``pending``), ``rlvmr_return`` (the sum so far,
+pending planning counted 0) and ``model_choice`` (the model's own argmax action). After
 ``end_episode(won, score)``, :attr:`RLVMRAgent.episode_rewards` holds every step's reward with the
 planning rewards resolved by the outcome and :attr:`RLVMRAgent.episode_return` their sum.
 
@@ -89,13 +94,13 @@ class RLVMRAgent(LLMAgent):
 
     Parameters (beyond :class:`~smcplan.agents.llm_agent.LLMAgent`'s)
     ----------------------------------------------------------------
-    guidance
-        :math:`\\beta`, the weight of the verifiable reward in the action choice (0: none;
-        ``math.inf``, the default: the rewarded actions first, the model's order among them).
-    tag_temperature
-        Temperature of the tag block's sampling (1: the model's own distribution).
-    action_temperature
-        0 (default): the argmax above; > 0: sample the tempered, reward-guided distribution.
+    guidance, tag_guidance
+        :math:`\\beta_a` and :math:`\\beta_g`, the weight of the verifiable reward in the action
+        and in the mode choice (0: none; ``math.inf``, the default: the best-rewarded choices
+        first, the model's order among them).
+    tag_temperature, action_temperature
+        Temperatures of the two choices (defaults 1: the model's own distribution over the tags;
+        0: the argmax action) and of the tag's text (``tag_temperature``).
     constrained, content_tokens
         The tag block's decoding (see the module docstring) and its token budget.
     rewards
@@ -112,6 +117,7 @@ class RLVMRAgent(LLMAgent):
         lm: Any = None,
         *,
         guidance: float = math.inf,
+        tag_guidance: float = math.inf,
         tag_temperature: float = 1.0,
         action_temperature: float = 0.0,
         constrained: bool = True,
@@ -121,10 +127,10 @@ class RLVMRAgent(LLMAgent):
         **config: Any,
     ) -> None:
         super().__init__(lm, **config)
-        if guidance < 0 or tag_temperature < 0 or action_temperature < 0:
+        if min(guidance, tag_guidance, tag_temperature, action_temperature) < 0:
             raise ValueError(
-                "guidance, tag_temperature and action_temperature must be >= 0; got "
-                f"{guidance}, {tag_temperature}, {action_temperature}"
+                "guidance, tag_guidance, tag_temperature and action_temperature must be >= 0; "
+                f"got {guidance}, {tag_guidance}, {tag_temperature}, {action_temperature}"
             )
         bad = [g for g in tags if g not in TAGS]
         if bad or not tags:
@@ -133,16 +139,15 @@ class RLVMRAgent(LLMAgent):
         if content_tokens < 1:
             raise ValueError(f"content_tokens must be >= 1; got {content_tokens}")
         self.guidance = float(guidance)
+        self.tag_guidance = float(tag_guidance)
         self.tag_temperature = float(tag_temperature)
         self.action_temperature = float(action_temperature)
         self.constrained = bool(constrained)
         self.rewards = rewards or RewardConfig()
         self.assets = inline_role("rlvmr", _SYSTEM, _USER)
         # unbounded text (a maxLength would compile one automaton state per character)
-        self.tag_regex = "|".join(rf"<{g}>[^<>\x00-\x1F\x7F]+</{g}>" for g in self.tags)
+        self.content_regex = {g: rf"[^<>\x00-\x1F\x7F]+</{g}>" for g in self.tags}
         self.content_tokens = int(content_tokens)
-        # room for the longest pair of tags (a token is at least one byte)
-        self.tag_tokens = self.content_tokens + max(2 * len(g) + 5 for g in self.tags) + 1
         self.trajectory: list[TaggedStep] = []
         self.step_rewards: list[StepReward] = []
         self.episode_rewards: list[StepReward] = []
@@ -160,27 +165,53 @@ class RLVMRAgent(LLMAgent):
         self.episode_return = float(sum(r.total for r in self.episode_rewards))
 
     # ------------------------------------------------------------------ the step
-    def _tag_block(self, prompt: list[dict[str, str]]) -> tuple[str, bool]:
-        """The tag block and whether the budget cut it (module docstring)."""
+    def _choose(self, logp: np.ndarray, bonus: np.ndarray, beta: float, temperature: float) -> int:
+        """Index drawn from pi(c) ∝ p(c)^(1/T) e^(beta r(c)) (module docstring)."""
+        if math.isinf(beta):  # lexicographic: the best-rewarded choices, the model's order
+            score = np.where(bonus == bonus.max(), logp, -np.inf)
+            beta_term = np.zeros_like(logp)
+        else:
+            score, beta_term = logp, beta * bonus
+        if temperature == 0:
+            return int(np.argmax(score + beta_term))
+        z = score / temperature + beta_term
+        p = np.exp(z - np.logaddexp.reduce(z))
+        return int(np.random.default_rng(self.next_seed()).choice(len(z), p=p / p.sum()))
+
+    def _reward_if(self, tag: str | None, action: str, well_formed: bool = True) -> StepReward:
+        """The rule's reward of the next step, had it been ``(tag, action)``."""
+        steps = [*self.trajectory, TaggedStep(tag, action, well_formed, True)]
+        return step_reward(steps, len(self.trajectory), None, self.rewards)
+
+    def _tag_block(
+        self, prompt: list[dict[str, str]], admissible: list[str], rec: StepRecord
+    ) -> tuple[str, bool]:
+        """The tag block (module docstring, step 1) and whether the budget cut it."""
+        from outlines.types import Regex
+
         if not self.constrained:
             ((s,),) = self.lm.sample(
                 [prompt], None, temperature=self.tag_temperature,
                 max_new_tokens=self.content_tokens, seed=self.next_seed(),
             )
             return s.text.strip(), not s.finished
-        from outlines.types import Regex
-
+        openings = [f"<{g}>" for g in self.tags]
+        logp = np.asarray(self.lm.logprob([prompt] * len(openings), openings, add_eos=False))
+        bonus = np.array([max(self._reward_if(g, a).meta for a in admissible) for g in self.tags])
+        k = self._choose(logp, bonus, self.tag_guidance, self.tag_temperature)
+        tag = self.tags[k]
         ((s,),) = self.lm.sample(
-            [prompt], Regex(self.tag_regex), temperature=self.tag_temperature,
-            max_new_tokens=self.tag_tokens, seed=self.next_seed(),
+            [prompt], Regex(self.content_regex[tag]), temperature=self.tag_temperature,
+            max_new_tokens=self.content_tokens + len(tag) + 4, seed=self.next_seed(),
+            assistant_prefix=openings[k],
         )
-        if s.finished:
-            return s.text, False
-        tag = next((g for g in TAGS if s.text.startswith(f"<{g}>")), None)
-        if tag is None:  # cut inside the opening tag: an empty block, which the format check rejects
-            return s.text, True
-        content = s.text[len(tag) + 2 :].split("<", 1)[0]  # drop a partial closing tag
-        return f"<{tag}>{content}</{tag}>", True
+        rec.extra.update(
+            rlvmr_tag_logp=dict(zip(self.tags, logp.tolist())),
+            rlvmr_tag_bonus=dict(zip(self.tags, bonus.tolist())),
+            tag_guided=tag != self.tags[int(np.argmax(logp))],
+        )
+        content = s.text[: -len(f"</{tag}>")] if s.finished else s.text.split("<", 1)[0]
+        return f"<{tag}>{content}</{tag}>", not s.finished
 
     def decide(
         self, observation: str, admissible: list[str], info: dict[str, Any], rec: StepRecord
@@ -196,32 +227,18 @@ class RLVMRAgent(LLMAgent):
         prompt = self.assets.messages(
             task=self.task, context=ctx.situation(), plan=self.plan, admissible=admissible
         )
-        block, cut = self._tag_block(prompt)
+        block, cut = self._tag_block(prompt, admissible, rec)
         prefix = block + "\n<action>"
         ((k_model, _, _, log_probs),) = choose(
             self.lm, [prompt], [prefix], [admissible], 0.0, self.next_seed(), "</action>"
         )
         head = parse_response(prefix + "x</action>")  # the format verdict of the tag block
-        t = len(self.trajectory)
-
-        def reward_if(a: str) -> StepReward:
-            steps = [*self.trajectory, TaggedStep(head.tag, a, head.well_formed, True)]
-            return step_reward(steps, t, None, self.rewards)
-
-        bonus = np.array([reward_if(a).meta for a in admissible])
-        if math.isinf(self.guidance):  # lexicographic: rewarded actions first
-            scores = np.where(bonus == bonus.max(), np.asarray(log_probs), -np.inf)
-        else:
-            scores = np.asarray(log_probs) + self.guidance * bonus
-        if self.action_temperature == 0:
-            k = int(np.argmax(scores))
-        else:
-            z = scores / self.action_temperature
-            p = np.exp(z - np.logaddexp.reduce(z))
-            k = int(np.random.default_rng(self.next_seed()).choice(len(admissible), p=p / p.sum()))
+        bonus = np.array([self._reward_if(head.tag, a, head.well_formed).meta for a in admissible])
+        k = self._choose(np.asarray(log_probs), bonus, self.guidance, self.action_temperature)
         action = admissible[k]
         response = prefix + action + "</action>"
         parsed = parse_response(response)
+        t = len(self.trajectory)
         self.trajectory.append(TaggedStep(parsed.tag, action, parsed.well_formed, True))
         reward = step_reward(self.trajectory, t, None, self.rewards)
         self.step_rewards.append(reward)

@@ -271,14 +271,20 @@ def test_the_twist_weights_language_model_imagined_futures_by_the_rules(tiny_lm)
 def check_rlvmr_record(p, agent: RLVMRAgent, t: int) -> dict:
     meta = check_record(p, agent="rlvmr", context="history")
     parsed = parse_response(meta["rlvmr_response"])
-    assert parsed.action == p.step.action and parsed.well_formed == meta["rlvmr_well_formed"]
+    assert parsed.well_formed == meta["rlvmr_well_formed"]
+    assert meta["rlvmr_response"].endswith(f"<action>{p.step.action}</action>")
     assert p.step.tag == meta["rlvmr_tag"] == parsed.tag
     assert p.step.thought == parsed.content
     # the recorded reward is the rule applied to the trajectory up to this step (validity of the
     # earlier steps as the agent learnt it from info["invalid"])
     assert meta["rlvmr_reward"] == step_reward(agent.trajectory[: t + 1], t, None).to_dict()
     assert meta["guided"] == (meta["model_choice"] != p.step.action)
-    assert meta["llm_calls"] == 2  # one sampled tag block, one scoring call
+    # constrained: tag openings scored, the tag's line sampled, the actions scored; free: 2 calls
+    assert meta["llm_calls"] == (3 if agent.constrained else 2)
+    if agent.constrained:
+        logp, bonus = meta["rlvmr_tag_logp"], meta["rlvmr_tag_bonus"]
+        assert set(logp) == set(bonus) == set(agent.tags)
+        assert meta["tag_guided"] == (p.step.tag != max(logp, key=logp.get))
     return meta
 
 
@@ -322,6 +328,25 @@ def test_explore_guidance_breaks_a_repetition_loop(tiny_lm, household_env):
     assert len({p.step.action for p in played}) < len(played)  # the random model loops
 
 
+def test_tag_guidance_makes_the_agent_explore_while_something_is_new(tiny_lm, household_env):
+    """Default (beta_g = inf): explore can earn 1 while an admissible action is untried, the other
+    tags 0 (first step: nothing failed yet; no invalid action in this domain), so every step
+    explores, with a new action each time. beta_g = 0 at temperature 0: the model's best tag."""
+    agent = RLVMRAgent(tiny_lm, seed=0)
+    played = play(agent, household_env, tiny_lm, seed=0, max_steps=4)
+    assert [p.step.tag for p in played] == ["explore"] * len(played)
+    assert len({p.step.action for p in played}) == len(played)
+    for t, p in enumerate(played):
+        meta = check_rlvmr_record(p, agent, t)
+        assert meta["rlvmr_tag_bonus"] == {"planning": 0.0, "explore": 1.0, "reflection": 0.0,
+                                           "monitor": 0.0}
+    plain = RLVMRAgent(tiny_lm, seed=0, tag_guidance=0.0, tag_temperature=0.0)
+    played = play(plain, household_env, tiny_lm, seed=0, max_steps=3)
+    for t, p in enumerate(played):
+        meta = check_rlvmr_record(p, plain, t)
+        assert not meta["tag_guided"]
+
+
 def test_reflection_guidance_changes_the_action_after_an_invalid_one(tiny_lm, household_env):
     agent = RLVMRAgent(tiny_lm, seed=0, tags=("reflection",))
     obs, info = household_env.reset(0)
@@ -350,7 +375,7 @@ def test_free_decoding_records_malformed_answers_and_their_format_penalty(tiny_l
 def test_bad_configuration_names_the_valid_values(tiny_lm):
     with pytest.raises(ValueError, match="tags must be a non-empty subset of planning, explore"):
         RLVMRAgent(tiny_lm, tags=("think",))
-    with pytest.raises(ValueError, match="guidance, tag_temperature and action_temperature"):
+    with pytest.raises(ValueError, match="guidance, tag_guidance, tag_temperature and action"):
         RLVMRAgent(tiny_lm, guidance=-1)
 
 
