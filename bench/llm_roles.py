@@ -150,7 +150,7 @@ def role_calls(lm, batch: int):
 
 
 def bench_roles(
-    lm, precision: str, batches: list[int], names: list[str], repeats: int
+    lm, precision: str, batches: list[int], names: list[str], repeats: int, progress=None
 ) -> list[dict]:
     records = []
     for batch in batches:
@@ -178,6 +178,8 @@ def bench_roles(
                 }
             )
             print(json.dumps(records[-1]), flush=True)
+            if progress is not None:
+                progress(records)
     return records
 
 
@@ -246,7 +248,14 @@ def main() -> None:
                 ]
             ],
         )
-        records += bench_roles(lm, precision, args.batches, args.roles, args.repeats)
+        done = list(records)
+
+        def save(
+            new: list[dict], done: list[dict] = done
+        ) -> None:  # partial results survive a stop
+            write_json("llm_roles", {**payload, "roles": done + new, "partial": True})
+
+        records += bench_roles(lm, precision, args.batches, args.roles, args.repeats, progress=save)
         del lm
     payload["roles"] = records
     print_table(
