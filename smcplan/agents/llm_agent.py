@@ -129,7 +129,7 @@ class LLMAgent:
       (the ``info`` that came with the current observation: ``info["invalid"]`` says whether the
       previous action was rejected by the environment).
 
-    How the second engineer's agents sit on this: RLAW = ``generate_and_test`` with the
+    How the other agents sit on this: RLAW = ``generate_and_test`` with the
     :class:`smcplan.llm.RLAWActor` as proposer (its ``critiques`` argument takes the last
     feedback) and the :class:`smcplan.llm.Critic` as judge (``accept = score >= τ``), then
     ``Outcome.best()``; RLVMR = ``decide`` choosing a tag (one constrained call) then

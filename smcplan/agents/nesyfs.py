@@ -22,7 +22,7 @@ Ablations (constructor flags): ``context="history"`` (the trajectory instead of 
 execute the rejected proposal with the highest yes-fraction, ``executed="fallback"``).
 
 Defaults are sized for SmolLM2-135M on 2 CPU cores (N = 4, H = 2, 32-token predicted
-observations, 48-token reflection answers, rule-based extraction where the benchmark format is
+observations, 32-token reflection answers, rule-based extraction where the benchmark format is
 known); the paper's values are N, H and λ as configured by the user.
 
 Imports the agents' shared parts and, lazily, ``smcplan.llm``; never ``smcplan.eval`` /
@@ -52,7 +52,7 @@ class NeSyFSAgent(LLMAgent):
     reflection_samples, reflection_threshold, reflection_temperature
         n, the acceptance fraction (5 and 0.8) and the sampling temperature of the reflection.
     reflection_tokens
-        Token budget of each sampled reflection answer (48; ``None``: the role's own, 80). A
+        Token budget of each sampled reflection answer (32; ``None``: the role's own, 80). A
         thought cut by the budget is kept as cut and its Yes/No is scored by the role.
     max_rejections
         K: reflection rejections before slow thinking (3).
@@ -83,7 +83,7 @@ class NeSyFSAgent(LLMAgent):
         reflection_samples: int = 5,
         reflection_threshold: float = 0.8,
         reflection_temperature: float = 1.0,
-        reflection_tokens: int | None = 48,
+        reflection_tokens: int | None = 32,
         max_rejections: int = 3,
         exclude_rejected: bool = True,
         num_particles: int = 4,
