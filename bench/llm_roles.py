@@ -201,6 +201,9 @@ def main() -> None:
         ],
     )
     ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument(
+        "--out", default="llm_roles", help="results file name (bench/results/<out>.json)"
+    )
     ap.add_argument("--skip-load", action="store_true", help="skip the fresh-process load timing")
     args = ap.parse_args()
 
@@ -253,7 +256,7 @@ def main() -> None:
         def save(
             new: list[dict], done: list[dict] = done
         ) -> None:  # partial results survive a stop
-            write_json("llm_roles", {**payload, "roles": done + new, "partial": True})
+            write_json(args.out, {**payload, "roles": done + new, "partial": True})
 
         records += bench_roles(lm, precision, args.batches, args.roles, args.repeats, progress=save)
         del lm
@@ -274,7 +277,7 @@ def main() -> None:
             for r in records
         ],
     )
-    print(f"wrote {write_json('llm_roles', payload)}")
+    print(f"wrote {write_json(args.out, payload)}")
 
 
 if __name__ == "__main__":
