@@ -106,7 +106,7 @@ def test_same_seed_same_outputs_different_seed_differs(tiny):
     assert a != c
 
 
-def test_unseeded_calls_follow_the_construction_seed(tmp_path):
+def test_unseeded_calls_follow_the_construction_seed():
     from smcplan.llm.testing import tiny_model
 
     first, second = tiny_model(seed=0), tiny_model(seed=0)
