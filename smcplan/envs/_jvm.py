@@ -39,6 +39,7 @@ from smcplan.envs.base import BackendTimeout, EnvError, MissingBenchmark
 
 __all__ = [
     "JavaProcess",
+    "JvmBacked",
     "Supervised",
     "spawned_pids",
     "live_pids",
@@ -370,3 +371,68 @@ class Supervised:
                 f"{self.label}: backend {'hung' if hung else 'crashed'} during {what}; "
                 f"restarted once, failed again ({failure}); first failure: {first}"
             ) from exc
+
+
+class JvmBacked:
+    """Mixin: the JVM life cycle shared by the py4j adapters (TextWorldExpress, ScienceWorld).
+
+    The adapter sets ``name``, ``call_timeout_s``, ``_jvm = None``, ``_sim = None`` and
+    ``_closed = False``, defines ``_start()`` (which begins with ``_ensure_jvm``) and
+    ``close()``, then calls ``_init_backend``.
+    """
+
+    name: str
+    call_timeout_s: float
+    _jvm: JavaProcess | None
+    _sim: Any
+    _closed: bool
+    _sup: Supervised
+
+    def _start(self) -> None:  # pragma: no cover - every adapter defines it
+        raise NotImplementedError
+
+    def _init_backend(self, call_timeout_s: float, share: JavaProcess | None) -> None:
+        """Supervise the backend, join ``share`` if it still runs, and start under supervision.
+
+        A failed start closes the adapter (releasing any JVM) before the error propagates.
+        """
+        self._sup = Supervised(
+            self.name, self._start, self._kill, self._jvm_alive, call_timeout_s
+        )
+        if share is not None and share.alive():
+            self._jvm = share.acquire()
+        try:
+            self._sup.call(self._start, "start")
+        except BaseException:
+            self.close()
+            raise
+
+    def _jvm_alive(self) -> bool:
+        return self._jvm is not None and self._jvm.alive()
+
+    def _kill(self) -> None:
+        if self._jvm is not None:
+            self._jvm.kill()
+            self._jvm.release()
+        self._jvm = None
+        self._sim = None
+
+    def _ensure_jvm(
+        self,
+        locate: Callable[[], tuple[str, str]],
+        factory: Callable[..., JavaProcess] = JavaProcess,
+    ) -> JavaProcess:
+        """The prologue of ``_start``: refuse when closed, (re)start the JVM if it is dead.
+
+        ``locate()`` gives ``(jar, cwd)`` and is called only when a new JVM is needed;
+        ``factory`` builds it (the adapter passes its module's ``JavaProcess``, so tests can
+        substitute one there).
+        """
+        if self._closed:
+            raise EnvError(f"{self.name}: the environment is closed")
+        if not self._jvm_alive():
+            if self._jvm is not None:
+                self._jvm.release()
+            jar, cwd = locate()
+            self._jvm = factory(jar, cwd=cwd, call_timeout_s=self.call_timeout_s)
+        return self._jvm

@@ -34,8 +34,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from smcplan.envs._jvm import DEFAULT_CALL_TIMEOUT_S, JavaProcess, Supervised
-from smcplan.envs.base import BaseTextEnv, EnvError, MissingBenchmark, unknown_choice
+from smcplan.envs._jvm import DEFAULT_CALL_TIMEOUT_S, JavaProcess, JvmBacked
+from smcplan.envs.base import BaseTextEnv, MissingBenchmark, unknown_choice
 
 __all__ = ["TASKS", "TASK_IDS", "SIMPLIFICATIONS", "SPLITS", "ScienceWorldEnv"]
 
@@ -138,7 +138,7 @@ def clean_gold(sequence: Sequence[str]) -> list[str]:
     return [a for a in sequence if not a.strip().isdigit()]
 
 
-class ScienceWorldEnv(BaseTextEnv):
+class ScienceWorldEnv(JvmBacked, BaseTextEnv):
     """One ScienceWorld task (``scienceworld:<task>``).
 
     Args:
@@ -183,37 +183,12 @@ class ScienceWorldEnv(BaseTextEnv):
         self._closed = False
         self._variations: dict[str, list[int]] = {}
         self._max_variations = 0
-        self._sup = Supervised(
-            self.name, self._start, self._kill, self._jvm_alive, call_timeout_s
-        )
-        if _share is not None and _share.alive():
-            self._jvm = _share.acquire()
-        try:
-            self._sup.call(self._start, "start")
-        except BaseException:
-            self.close()
-            raise
+        self._init_backend(call_timeout_s, _share)
 
     # -- backend --------------------------------------------------------------------------
-    def _jvm_alive(self) -> bool:
-        return self._jvm is not None and self._jvm.alive()
-
-    def _kill(self) -> None:
-        if self._jvm is not None:
-            self._jvm.kill()
-            self._jvm.release()
-        self._jvm = None
-        self._sim = None
-
     def _start(self) -> None:
         """(Re)create the simulator and bring it to the current episode state (replay)."""
-        if self._closed:
-            raise EnvError(f"{self.name}: the environment is closed")
-        if not self._jvm_alive():
-            if self._jvm is not None:
-                self._jvm.release()
-            jar, cwd = _jar()
-            self._jvm = JavaProcess(jar, cwd=cwd, call_timeout_s=self.call_timeout_s)
+        self._ensure_jvm(_jar, JavaProcess)
         self._sim = self._jvm.new(_INTERFACE)
         if self._started and self._seed is not None:
             self._load(self._seed, gold=False)

@@ -24,8 +24,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from smcplan.envs._jvm import DEFAULT_CALL_TIMEOUT_S, JavaProcess, Supervised
-from smcplan.envs.base import BaseTextEnv, EnvError, MissingBenchmark, unknown_choice
+from smcplan.envs._jvm import DEFAULT_CALL_TIMEOUT_S, JavaProcess, JvmBacked
+from smcplan.envs.base import BaseTextEnv, MissingBenchmark, unknown_choice
 
 __all__ = ["GAMES", "FOLDS", "TextWorldExpressEnv", "fold_of_seed"]
 
@@ -81,7 +81,7 @@ def _params_string(params: dict[str, Any] | str | None) -> str:
     return ",".join(f"{k}={int(v) if isinstance(v, bool) else v}" for k, v in params.items())
 
 
-class TextWorldExpressEnv(BaseTextEnv):
+class TextWorldExpressEnv(JvmBacked, BaseTextEnv):
     """One TWX game (``twx:<game>``).
 
     Args:
@@ -121,37 +121,12 @@ class TextWorldExpressEnv(BaseTextEnv):
         self._gold: list[str] | None = None
         self._fold: str | None = None
         self._closed = False
-        self._sup = Supervised(
-            self.name, self._start, self._kill, self._jvm_alive, call_timeout_s
-        )
-        if _share is not None and _share.alive():
-            self._jvm = _share.acquire()
-        try:
-            self._sup.call(self._start, "start")
-        except BaseException:
-            self.close()
-            raise
+        self._init_backend(call_timeout_s, _share)
 
     # -- backend --------------------------------------------------------------------------
-    def _jvm_alive(self) -> bool:
-        return self._jvm is not None and self._jvm.alive()
-
-    def _kill(self) -> None:
-        if self._jvm is not None:
-            self._jvm.kill()
-            self._jvm.release()
-        self._jvm = None
-        self._sim = None
-
     def _start(self) -> None:
         """(Re)create the simulator and bring it to the current episode state (replay)."""
-        if self._closed:
-            raise EnvError(f"{self.name}: the environment is closed")
-        if not self._jvm_alive():
-            if self._jvm is not None:
-                self._jvm.release()
-            jar, cwd = _jar()
-            self._jvm = JavaProcess(jar, cwd=cwd, call_timeout_s=self.call_timeout_s)
+        self._ensure_jvm(_jar, JavaProcess)
         sim = self._jvm.new(_INTERFACE)
         message = sim.load(self.game, self.params)
         if message:
