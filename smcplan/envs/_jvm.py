@@ -377,8 +377,8 @@ class JvmBacked:
     """Mixin: the JVM life cycle shared by the py4j adapters (TextWorldExpress, ScienceWorld).
 
     The adapter sets ``name``, ``call_timeout_s``, ``_jvm = None``, ``_sim = None`` and
-    ``_closed = False``, defines ``_start()`` (which begins with ``_ensure_jvm``) and
-    ``close()``, then calls ``_init_backend``.
+    ``_closed = False``, defines ``_start()`` (which begins with ``_ensure_jvm``), then calls
+    ``_init_backend``.  ``close()``, ``__del__`` and ``java_pid`` come from here.
     """
 
     name: str
@@ -436,3 +436,24 @@ class JvmBacked:
             jar, cwd = locate()
             self._jvm = factory(jar, cwd=cwd, call_timeout_s=self.call_timeout_s)
         return self._jvm
+
+    def close(self) -> None:
+        """Release this adapter's JVM (the process ends with its last user); idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._jvm is not None:
+            self._jvm.release()
+        self._jvm = None
+        self._sim = None
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    @property
+    def java_pid(self) -> int | None:
+        """PID of the JVM this environment currently uses (``None`` once closed)."""
+        return self._jvm.pid if self._jvm is not None else None

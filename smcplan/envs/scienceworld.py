@@ -347,26 +347,6 @@ class ScienceWorldEnv(JvmBacked, BaseTextEnv):
         twin._sup.call(twin._start, "clone replay")
         return twin
 
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        if self._jvm is not None:
-            self._jvm.release()
-        self._jvm = None
-        self._sim = None
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
-
-    @property
-    def java_pid(self) -> int | None:
-        """PID of the JVM this environment currently uses (``None`` once closed)."""
-        return self._jvm.pid if self._jvm is not None else None
-
 
 def _ranges(values: Sequence[int]) -> str:
     """Compact ``0-13, 20, 22-25`` rendering of sorted integers."""

@@ -209,26 +209,6 @@ class TextWorldExpressEnv(JvmBacked, BaseTextEnv):
         self._admissible = list(other._admissible)
         self._actions = list(other._actions)
 
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        if self._jvm is not None:
-            self._jvm.release()
-        self._jvm = None
-        self._sim = None
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
-
-    @property
-    def java_pid(self) -> int | None:
-        """PID of the JVM this environment currently uses (``None`` once closed)."""
-        return self._jvm.pid if self._jvm is not None else None
-
     @staticmethod
     def _extra(raw: dict[str, Any], **more: Any) -> dict[str, Any]:
         return {
