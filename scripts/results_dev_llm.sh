@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
-# The reduced LLM-agent sweep of docs/results.md (CPU budget of one session): each LLM agent with
-# the embedded SmolLM2, one dev episode of twx:coin and of alfworld:pick_and_place, 8 steps.
-# Usage: scripts/results_dev_llm.sh [AGENT ...]   (resumable: rerun to continue)
+# The LLM-agent sweep of docs/results.md, sized to the CPU budget of a session: each LLM agent
+# with the embedded SmolLM2 on the dev split of the same six environments as results_dev.sh
+# (two TextWorldExpress games, two ScienceWorld tasks, two ALFWorld-engine task types),
+# EPISODES episodes per environment (default 1), 8 steps each.
+# Usage: scripts/results_dev_llm.sh [EPISODES] [AGENT ...]   (resumable: rerun to continue;
+# raising EPISODES later only runs the new episodes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export TORCH_COMPILE_DISABLE=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+episodes=${1:-1}
+shift || true
 agents=("$@")
 [ ${#agents[@]} -gt 0 ] || agents=(react nesyfs rlvmr rlaw reflexion zeroshot)
+envs="twx:coin,twx:mapreader,scienceworld:find-living-thing,scienceworld:boil,alfworld:pick_and_place,alfworld:look_at_obj_in_light"
 for agent in "${agents[@]}"; do
-  .venv/bin/smcplan eval --env twx:coin,alfworld:pick_and_place --agent "$agent" --split dev \
-    --episodes 1 --max-steps 8 --seed 0 --out "runs/dev-llm-$agent" --no-progress
+  .venv/bin/smcplan eval --env "$envs" --agent "$agent" --split dev \
+    --episodes "$episodes" --max-steps 8 --seed 0 --out "runs/dev-llm-$agent" --no-progress
 done

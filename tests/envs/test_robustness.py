@@ -6,7 +6,11 @@ TextWorldExpress is the backend under test because its JVM starts in about a sec
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import os
+import threading
+import time
 
 import psutil
 import pytest
@@ -22,6 +26,57 @@ def _running(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
+
+
+def _thread_states(pid: int) -> set[str]:
+    states = set()
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                states.add(f.read().rsplit(")", 1)[1].split()[0])
+        except FileNotFoundError:  # the thread ended meanwhile
+            continue
+    return states
+
+
+def _wait_all_threads_stopped(pid: int, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while _thread_states(pid) - {"T", "t"}:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"pid {pid} did not stop: thread states {_thread_states(pid)}")
+        time.sleep(0.01)
+
+
+@contextlib.contextmanager
+def _kept_frozen(pid: int):
+    """SIGSTOP ``pid`` and keep it stopped until the block ends or the process is gone.
+
+    A group stop is not instantaneous: each thread stops at its next pass through the kernel,
+    so a JVM thread can still answer a request sent right after ``kill(SIGSTOP)`` returns (seen
+    about once in ten runs).  The block is entered only once every thread of the process is in
+    state ``T``; after that the stop is sent again every 50 ms, so a SIGCONT from outside the
+    test cannot thaw the "hung" JVM halfway through the call that is meant to time out.
+    """
+    process = psutil.Process(pid)
+    process.suspend()
+    _wait_all_threads_stopped(pid)
+    done = threading.Event()
+
+    def refreeze() -> None:
+        while not done.wait(0.05):
+            try:
+                if process.status() not in (psutil.STATUS_STOPPED, psutil.STATUS_ZOMBIE):
+                    process.suspend()
+            except psutil.NoSuchProcess:
+                return
+
+    thread = threading.Thread(target=refreeze, daemon=True)
+    thread.start()
+    try:
+        yield process
+    finally:
+        done.set()
+        thread.join()
 
 
 def _reference_observations(seed: int, actions: list[str]) -> list[str]:
@@ -77,8 +132,8 @@ def test_a_hung_jvm_is_killed_restarted_and_the_call_retried():
         expected = _reference_observations(20011, gold[:2])
         first = env.step(gold[0]).observation
         old_pid = env.java_pid
-        psutil.Process(old_pid).suspend()
-        second = env.step(gold[1]).observation  # times out, kill, restart, replay, retry
+        with _kept_frozen(old_pid):
+            second = env.step(gold[1]).observation  # times out, kill, restart, replay, retry
         assert [first, second] == expected
         assert env._sup.restarts == 1
         assert not _running(old_pid)
@@ -97,12 +152,12 @@ def test_a_backend_that_hangs_again_after_restart_raises_backend_timeout(monkeyp
             super().__init__(*args, **kwargs)
             started.append(self.pid)
             psutil.Process(self.pid).suspend()
+            _wait_all_threads_stopped(self.pid)
 
     try:
         env.reset(20012)
-        psutil.Process(env.java_pid).suspend()
         monkeypatch.setattr(twx_module, "JavaProcess", HangingJVM)
-        with pytest.raises(BackendTimeout, match="restarted once"):
+        with _kept_frozen(env.java_pid), pytest.raises(BackendTimeout, match="restarted once"):
             env.step("look around")
         assert isinstance(BackendTimeout("x"), EnvError)
     finally:
