@@ -27,6 +27,7 @@ from smcplan.agents.beliefs import (
 from smcplan.agents.context import Context, History, TokenCounter, history_budget
 from smcplan.agents.extractors import Extractor
 from smcplan.agents.record import StepRecord, UsageMeter, clean_text
+from smcplan.agents.shortlist import DEFAULT_MAX_ACTIONS, shortlist_actions
 
 __all__ = ["LLMAgent", "Decision", "Candidate", "Judgement", "Outcome", "AgentError"]
 
@@ -158,6 +159,12 @@ class LLMAgent:
         (``None``: the role's own).
     proposer, summarizer, llm_extractor
         Replace the default role objects (same call signatures), e.g. in tests.
+    max_actions
+        The model sees at most this many admissible actions per step
+        (:func:`~smcplan.agents.shortlist.shortlist_actions`: by relevance to the task; only
+        ScienceWorld, with about a thousand, exceeds the default 64); ``None`` shows them all.
+        ``decide`` and ``on_reset`` get the shortlist; the record's ``extra["shortlist"]`` says
+        ``[shown, admissible]`` when it was cut.
     """
 
     name = "llm"
@@ -183,7 +190,12 @@ class LLMAgent:
         proposer: Any = None,
         summarizer: Any = None,
         llm_extractor: Any = None,
+        max_actions: int | None = DEFAULT_MAX_ACTIONS,
     ) -> None:
+        if max_actions is not None and (
+            isinstance(max_actions, bool) or not isinstance(max_actions, int) or max_actions < 1
+        ):
+            raise ValueError(f"max_actions must be a positive integer or None; got {max_actions!r}")
         if lm is None:
             raise ValueError(
                 f"agent {self.name!r} needs lm= (smcplan.llm.load_model() or "
@@ -193,6 +205,7 @@ class LLMAgent:
         if context not in CONTEXTS:
             raise ValueError(f"unknown context {context!r}; known: {', '.join(CONTEXTS)}")
         self.lm = lm
+        self.max_actions = max_actions
         self.seed = int(seed)
         self._rng = np.random.default_rng(self.seed)
         self._meter = UsageMeter([lm])
@@ -235,7 +248,7 @@ class LLMAgent:
         self.last_info = {}
         self.history.reset(observation)
         self._belief_report = self.belief.reset(task, observation)
-        self.on_reset(task, observation, list(admissible_actions))
+        self.on_reset(task, observation, self.shown_actions(admissible_actions))
 
     def act(self, observation: str, admissible_actions: list[str], info: dict[str, Any]) -> Step:
         """One step (see the class docstring); returns a :class:`Step` with the full record."""
@@ -250,7 +263,10 @@ class LLMAgent:
         rec.extra.update(self._belief_report)
         self._belief_report = {}
         self.last_info = dict(info or {})
-        decision = self.decide(observation, admissible, self.last_info, rec)
+        shown = self.shown_actions(admissible)
+        if len(shown) < len(admissible):
+            rec.extra["shortlist"] = [len(shown), len(admissible)]
+        decision = self.decide(observation, shown, self.last_info, rec)
         if decision.action not in admissible:
             raise AgentError(
                 f"{self.name} chose {decision.action!r}, which is not admissible; "
@@ -264,6 +280,12 @@ class LLMAgent:
         self.last_action = decision.action
         self.t += 1
         return Step(decision.action, clean_text(decision.thought), decision.tag, meta)
+
+    def shown_actions(self, admissible: Sequence[str]) -> list[str]:
+        """The admissible actions the model sees: all, or ``max_actions`` by task relevance."""
+        if self.max_actions is None:
+            return list(admissible)
+        return shortlist_actions(admissible, self.task, self.max_actions)
 
     def end_episode(self, won: bool, score: float) -> None:
         """Called by the harness after the last step; see :meth:`on_episode_end`."""
