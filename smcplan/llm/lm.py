@@ -260,16 +260,13 @@ class LanguageModel:
         )
         if len(prefixes) != len(prompts):
             raise ValueError(f"got {len(prefixes)} assistant prefixes for {len(prompts)} prompts")
-        rows = [
-            self.encode_prompt(p, a)
-            for p, a in zip(prompts, prefixes, strict=True)
-            for _ in range(n)
-        ]
+        # Each prompt is prefilled once; its KV cache is then repeated for its n samples.
+        unique = [self.encode_prompt(p, a) for p, a in zip(prompts, prefixes, strict=True)]
         device = self.device
-        width = max(len(r) for r in rows)
-        ids = torch.full((len(rows), width), self.pad_token_id, dtype=torch.long)
-        mask = torch.zeros((len(rows), width), dtype=torch.long)
-        for i, r in enumerate(rows):
+        width = max(len(r) for r in unique)
+        ids = torch.full((len(unique), width), self.pad_token_id, dtype=torch.long)
+        mask = torch.zeros((len(unique), width), dtype=torch.long)
+        for i, r in enumerate(unique):
             ids[i, width - len(r) :] = torch.tensor(r)
             mask[i, width - len(r) :] = 1
         ids, mask = ids.to(device), mask.to(device)
@@ -277,20 +274,25 @@ class LanguageModel:
         proc = self._processor(spec)
         gen = torch.Generator(device=device).manual_seed(self.derive_seed(seed))
         stop = torch.tensor(sorted(self.stop_token_ids), device=device)
-        R = len(rows)
+        cache = DynamicCache(config=self.model.config)
+        res = self.model(
+            input_ids=ids, attention_mask=mask, position_ids=positions, cache=cache, use_cache=True
+        )
+        cache, next_logits = res.cache, res.logits[:, -1, :]
+        if n > 1:
+            cache.batch_repeat_interleave(n)
+            next_logits = next_logits.repeat_interleave(n, dim=0)
+            ids, mask, positions = (t.repeat_interleave(n, dim=0) for t in (ids, mask, positions))
+        R = len(unique) * n
         logq = torch.zeros(R, dtype=torch.float64, device=device)
         logp = torch.zeros(R, dtype=torch.float64, device=device)
         done = torch.zeros(R, dtype=torch.bool, device=device)
         count = torch.zeros(R, dtype=torch.long, device=device)
         history = ids
         out_tokens: list[torch.Tensor] = []
-        cache = DynamicCache(config=self.model.config)
-        res = self.model(
-            input_ids=ids, attention_mask=mask, position_ids=positions, cache=cache, use_cache=True
-        )
         last_pos = positions[:, -1]
         for _ in range(limit):
-            logits = res.logits[:, -1, :].float()
+            logits = next_logits.float()
             raw = torch.log_softmax(logits, dim=-1)
             scores = proc(history, logits.clone()) if proc is not None else logits
             if temperature > 0:
@@ -318,11 +320,12 @@ class LanguageModel:
                 input_ids=token[:, None],
                 attention_mask=mask,
                 position_ids=last_pos[:, None],
-                cache=res.cache,
+                cache=cache,
                 use_cache=True,
             )
+            cache, next_logits = res.cache, res.logits[:, -1, :]
         self.usage.calls += 1
-        self.usage.prompt_tokens += int(sum(len(r) for r in rows))
+        self.usage.prompt_tokens += int(sum(len(r) for r in unique))  # prefilled once each
         self.usage.generated_tokens += int(count.sum())
         gen_ids = (
             torch.stack(out_tokens, dim=1).cpu()

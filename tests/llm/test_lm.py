@@ -129,6 +129,22 @@ def test_n_samples_shape(tiny):
     assert all(x in ("u", "v") for g in out for x in g)
 
 
+def test_n_samples_share_one_prefill_and_equal_n_copies_of_the_prompt(tiny):
+    """n samples per prompt reuse the prompt's KV cache (one prefill); the draws are the same as
+    for n separate copies of the prompt with the same seed, and the prompt counts once."""
+    p = [{"role": "user", "content": "Is the coin in the kitchen? Answer, then say why."}]
+    q = "Where is the key?"
+    before = tiny.usage.prompt_tokens
+    shared = tiny.sample([p, q], n=3, seed=7, max_new_tokens=10)
+    prefilled = tiny.usage.prompt_tokens - before
+    copies = tiny.sample([p, p, p, q, q, q], n=1, seed=7, max_new_tokens=10)
+    assert prefilled == len(tiny.encode_prompt(p)) + len(tiny.encode_prompt(q))
+    flat = [s for row in shared for s in row]
+    assert [s.token_ids for s in flat] == [row[0].token_ids for row in copies]
+    assert [s.logq for s in flat] == pytest.approx([row[0].logq for row in copies], abs=1e-6)
+    assert [s.logp for s in flat] == pytest.approx([row[0].logp for row in copies], abs=1e-6)
+
+
 def test_pydantic_and_schema_outputs_parse(tiny):
     from pydantic import BaseModel, Field
 
