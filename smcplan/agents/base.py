@@ -37,6 +37,9 @@ class Agent(Protocol):
 
     ``end_episode(won, score)`` is called by the harness after the last step (Reflexion uses it
     to write a reflection for the next trial); agents without cross-episode state ignore it.
+    An agent may also define ``episode_info() -> dict`` (JSON-serialisable): what the episode
+    meant to it, computed in ``end_episode`` (RLAW's return G, RLVMR's resolved process
+    rewards); the harness stores it in the trial's entry of the episode summary.
     """
 
     name: str

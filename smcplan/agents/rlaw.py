@@ -282,6 +282,10 @@ class RLAWAgent(LLMAgent):
     def on_episode_end(self, won: bool, score: float) -> None:
         self._close_step(float(score))
 
+    def episode_info(self) -> dict[str, Any]:
+        """``{"rlaw_return": G}`` of the episode just ended (module docstring)."""
+        return {"rlaw_return": float(self.episode_return)}
+
     # ------------------------------------------------------------------ the step
     def decide(
         self, observation: str, admissible: list[str], info: dict[str, Any], rec: StepRecord

@@ -164,6 +164,14 @@ class RLVMRAgent(LLMAgent):
         self.episode_rewards = trajectory_rewards(self.trajectory, bool(won), self.rewards)
         self.episode_return = float(sum(r.total for r in self.episode_rewards))
 
+    def episode_info(self) -> dict[str, Any]:
+        """The resolved process rewards of the episode just ended (planning steps settled by
+        the outcome) and their sum: ``{"rlvmr_return": ..., "rlvmr_rewards": [...]}``."""
+        return {
+            "rlvmr_return": self.episode_return,
+            "rlvmr_rewards": [r.to_dict() for r in self.episode_rewards],
+        }
+
     # ------------------------------------------------------------------ the step
     def _choose(self, logp: np.ndarray, bonus: np.ndarray, beta: float, temperature: float) -> int:
         """Index drawn from pi(c) ∝ p(c)^(1/T) e^(beta r(c)) (module docstring)."""

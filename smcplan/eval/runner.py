@@ -423,6 +423,9 @@ def run_episode(
         )
         try:
             agent.end_episode(won, score)
+            episode_info = getattr(agent, "episode_info", None)
+            if episode_info is not None:
+                trial_results[-1]["agent"] = episode_info()
         except Exception as exc:  # noqa: BLE001
             raise _EpisodeFailed("agent", exc) from exc
         if won:

@@ -124,6 +124,7 @@ def test_the_recorded_return_is_the_discounted_sum_of_env_and_critique_rewards(
     expected = sum(0.95**t * (r_env[t] + 0.5 * r_crit[t]) for t in range(len(played)))
     assert agent.episode_return == pytest.approx(expected)
     assert agent.episode_return == pytest.approx(discounted_return(r_env, r_crit))
+    assert agent.episode_info() == {"rlaw_return": agent.episode_return}
     # each step records G over the steps whose R_env was known when it acted
     for t, p in enumerate(played):
         assert p.step.meta["rlaw_return"] == pytest.approx(discounted_return(r_env[:t], r_crit[:t]))

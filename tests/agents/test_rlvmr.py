@@ -299,6 +299,11 @@ def test_rlvmr_plays_toy_household_with_admissible_actions_and_consistent_record
     # end_episode resolved the planning rewards with the outcome (a loss here)
     assert agent.episode_rewards == trajectory_rewards(agent.trajectory, False)
     assert agent.episode_return == pytest.approx(sum(r.total for r in agent.episode_rewards))
+    info = agent.episode_info()
+    assert info["rlvmr_return"] == agent.episode_return
+    assert [r["meta"] + r["format"] for r in info["rlvmr_rewards"]] == pytest.approx(
+        [r.total for r in agent.episode_rewards]
+    )
 
 
 @pytest.mark.slow

@@ -241,6 +241,30 @@ def test_trials_retry_a_lost_episode_with_the_same_agent(tmp_path):
     assert s["steps"] == 2 and s["stats"]["total_steps"] == 4
 
 
+def test_what_the_agent_reports_of_an_episode_is_kept_per_trial(tmp_path):
+    class Counting(RandomAgent):
+        """Reports the number of actions it took in the episode (its episode_info)."""
+
+        def reset(self, task, observation, admissible_actions):
+            self.taken = 0
+            super().reset(task, observation, admissible_actions)
+
+        def act(self, observation, admissible_actions, info):
+            self.taken += 1
+            return super().act(observation, admissible_actions, info)
+
+        def episode_info(self):
+            return {"taken": self.taken}
+
+    (s,) = run_eval(
+        config(tmp_path / "run", n=1, max_steps=3, trials=2),
+        make_agent=lambda name, lm, seed, cfg: Counting(seed=seed),
+        progress=False,
+    )
+    assert [t["agent"] for t in s["trials"]] == [{"taken": 3}, {"taken": 3}]
+    assert read_json(RunPaths(tmp_path / "run").summary(s["episode"]))["trials"] == s["trials"]
+
+
 def test_resuming_with_another_configuration_is_refused(tmp_path):
     run_eval(config(tmp_path / "run", n=1), progress=False)
     with pytest.raises(RunConfigMismatch, match="max_steps: 20 -> 30"):
