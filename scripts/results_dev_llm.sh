@@ -11,7 +11,7 @@ export TORCH_COMPILE_DISABLE=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZER
 episodes=${1:-1}
 shift || true
 agents=("$@")
-[ ${#agents[@]} -gt 0 ] || agents=(react nesyfs rlvmr rlaw reflexion zeroshot)
+[ ${#agents[@]} -gt 0 ] || agents=(random react nesyfs rlvmr rlaw reflexion zeroshot)
 envs="twx:coin,twx:mapreader,scienceworld:find-living-thing,scienceworld:boil,alfworld:pick_and_place,alfworld:look_at_obj_in_light"
 for agent in "${agents[@]}"; do
   .venv/bin/smcplan eval --env "$envs" --agent "$agent" --split dev \
