@@ -29,25 +29,14 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
+from smcplan.agents.beliefs import AGENT_ROLES_DIR
 from smcplan.agents.llm_agent import Decision
 from smcplan.agents.react import ReactAgent
 from smcplan.agents.record import StepRecord
-from smcplan.agents.zeroshot import JSON_TEXT, inline_role
+from smcplan.agents.zeroshot import JSON_TEXT
+from smcplan.llm.templates import load_role
 
 __all__ = ["ReflexionAgent"]
-
-_SYSTEM = (
-    "You are an agent that learns from its mistakes in a text game. You will see the task, one "
-    "trial that did not succeed and its final score. In a few sentences, say what most likely "
-    "went wrong and write a new, concise, high-level plan that avoids the mistake. Answer with "
-    "JSON only."
-)
-_USER = """\
-Task: {{ task }}
-Your trial (final score {{ score }}):
-{{ trajectory }}
-Write your reflection as JSON {"reflection": "..."}."""
-
 
 class ReflexionAgent(ReactAgent):
     """ReAct plus verbal reflections carried across trials (module docstring).
@@ -87,7 +76,7 @@ class ReflexionAgent(ReactAgent):
         self.trial = -1
         self.reflection_temperature = float(reflection_temperature)
         self.trajectory_tokens = int(trajectory_tokens)
-        self.assets = inline_role("reflexion", _SYSTEM, _USER)
+        self.assets = load_role("reflexion", root=AGENT_ROLES_DIR)
         self.reflection_tokens = int(reflection_tokens)
         self.reflector = reflector or self._reflect
 

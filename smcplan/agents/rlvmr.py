@@ -57,6 +57,7 @@ from typing import Any
 
 import numpy as np
 
+from smcplan.agents.beliefs import AGENT_ROLES_DIR
 from smcplan.agents.llm_agent import Decision, LLMAgent
 from smcplan.agents.record import StepRecord
 from smcplan.agents.rlvmr_rewards import (
@@ -68,26 +69,9 @@ from smcplan.agents.rlvmr_rewards import (
     step_reward,
     trajectory_rewards,
 )
-from smcplan.agents.zeroshot import inline_role
+from smcplan.llm.templates import load_role
 
 __all__ = ["RLVMRAgent"]
-
-_SYSTEM = """\
-You are an agent playing a text game. Each turn, think in exactly one of four modes and write one \
-short sentence inside its tag, then give your action inside <action></action>:
-<planning> break the whole task into steps (at the start, or when the plan no longer works)
-<explore> list new places, objects or actions to try when information is missing
-<reflection> find why an action failed or made no progress, and correct it
-<monitor> check progress against the plan and take its next step
-The action must be exactly one of the admissible actions."""
-
-_USER = """\
-Task: {{ task }}
-{{ context }}
-{% if plan %}Your current plan: {{ plan }}
-{% endif %}Admissible actions: {{ admissible | join(", ") }}
-Answer as <mode>one sentence</mode> then <action>one admissible action</action>."""
-
 
 class RLVMRAgent(LLMAgent):
     """The RLVMR agent (module docstring).
@@ -144,7 +128,7 @@ class RLVMRAgent(LLMAgent):
         self.action_temperature = float(action_temperature)
         self.constrained = bool(constrained)
         self.rewards = rewards or RewardConfig()
-        self.assets = inline_role("rlvmr", _SYSTEM, _USER)
+        self.assets = load_role("rlvmr", root=AGENT_ROLES_DIR)
         # unbounded text (a maxLength would compile one automaton state per character)
         self.content_regex = {g: rf"[^<>\x00-\x1F\x7F]+</{g}>" for g in self.tags}
         self.content_tokens = int(content_tokens)

@@ -21,9 +21,9 @@ Each step records the planned item, whether it mismatched, and how it was mapped
 (``planned_action``, ``plan_mismatch``, ``mapping``; the plan itself at step 0).
 
 This module also holds small helpers the other agents of this share use:
-:func:`match_admissible` (RLAW maps its actor's free JSON action with it), :func:`inline_role`
-(prompt assets from strings, until these prompts move to ``models/roles``) and
-:data:`JSON_TEXT`. Free-text fields are decoded as an assistant prefix (e.g. ``{"actions": ["``)
+:func:`match_admissible` (RLAW maps its actor's free JSON action with it) and
+:data:`JSON_TEXT`. The prompts of zero-shot, Reflexion and RLVMR are role folders in
+``smcplan/agents/roles`` (same format as ``models/roles``). Free-text fields are decoded as an assistant prefix (e.g. ``{"actions": ["``)
 plus a regular expression of *unbounded* escape-free strings, and bounded by a token budget
 instead of a ``maxLength``: outlines compiles one automaton state per bounded character, which
 is slow against SmolLM2's 49k-token vocabulary (the LLM layer measured 19 s for 24-character
@@ -40,11 +40,13 @@ from typing import Any
 
 import numpy as np
 
+from smcplan.agents.beliefs import AGENT_ROLES_DIR
 from smcplan.agents.context import clip_text
 from smcplan.agents.llm_agent import Decision, LLMAgent
 from smcplan.agents.record import StepRecord
+from smcplan.llm.templates import load_role
 
-__all__ = ["ZeroShotAgent", "match_admissible", "normalize_action", "inline_role", "JSON_TEXT"]
+__all__ = ["ZeroShotAgent", "match_admissible", "normalize_action", "JSON_TEXT"]
 
 #: The text of a JSON string without escapes or control characters (so it is its own JSON form).
 JSON_TEXT = r'[^"\\\x00-\x1F\x7F]+'
@@ -69,42 +71,6 @@ def match_admissible(candidate: str | None, admissible: Sequence[str]) -> tuple[
             return a, "normalized"
     return None, "mismatch"
 
-
-def inline_role(
-    name: str,
-    system: str,
-    user: str,
-    assistant: str | None = None,
-    schema: dict[str, Any] | None = None,
-    settings: dict[str, Any] | None = None,
-):
-    """A :class:`smcplan.llm.templates.RoleAssets` built from strings (Jinja2, strict: a missing
-    variable is an error), for the prompts of this share's agents."""
-    import jinja2
-
-    from smcplan.llm.templates import RoleAssets
-
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
-    return RoleAssets(
-        name=name,
-        system=system.strip(),
-        user=env.from_string(user),
-        assistant=env.from_string(assistant) if assistant is not None else None,
-        schema=schema,
-        settings=dict(settings or {}),
-    )
-
-
-_SYSTEM = (
-    "You are an agent playing a text game. You see the task and the first observation only. "
-    "Write the complete sequence of commands that solves the task from here, in order; you will "
-    "not see any further observation. Answer with JSON only."
-)
-_USER = """\
-Task: {{ task }}
-Observation: {{ observation }}
-Commands available now (examples of the command format): {{ admissible | join(", ") }}
-Answer with JSON {"actions": [...]} that lists the commands of the whole plan in order."""
 
 _PREFIX = '{"actions": ['
 _SEP = '", "'
@@ -150,7 +116,7 @@ class ZeroShotAgent(LLMAgent):
         self.max_actions = int(max_actions)
         self.plan_tokens = int(plan_tokens)
         self.plan_temperature = float(plan_temperature)
-        self.assets = inline_role("zeroshot", _SYSTEM, _USER)
+        self.assets = load_role("zeroshot", root=AGENT_ROLES_DIR)
         self.fixed_plan = None if plan is None else [str(b) for b in plan]
         self.plan: list[str] | None = None
         self.plan_cut = False
