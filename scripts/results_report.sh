@@ -11,3 +11,4 @@ for agent in random react reflexion zeroshot nesyfs rlaw rlvmr; do
   [ -d "$d" ] && runs+=("$d")
 done
 .venv/bin/smcplan report "${runs[@]}" --out runs/report-dev
+.venv/bin/python scripts/results_pooled.py "${runs[@]}" > runs/report-dev/pooled.md
