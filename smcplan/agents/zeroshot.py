@@ -23,8 +23,8 @@ Each step records the planned item, whether it mismatched, and how it was mapped
 This module also holds small helpers the other agents of this share use:
 :func:`match_admissible` (RLAW maps its actor's free JSON action with it) and
 :data:`JSON_TEXT`. The prompts of zero-shot, Reflexion and RLVMR are role folders in
-``smcplan/agents/roles`` (same format as ``models/roles``). Free-text fields are decoded as an assistant prefix (e.g. ``{"actions": ["``)
-plus a regular expression of *unbounded* escape-free strings, and bounded by a token budget
+``smcplan/agents/roles`` (same format as ``models/roles``). Free-text fields are decoded as an
+assistant prefix (e.g. ``{"actions": ["``) plus a regular expression of *unbounded* escape-free strings, and bounded by a token budget
 instead of a ``maxLength``: outlines compiles one automaton state per bounded character, which
 is slow against SmolLM2's 49k-token vocabulary (the LLM layer measured 19 s for 24-character
 strings), and escape-free text makes an answer cut by the budget trivial to complete.
