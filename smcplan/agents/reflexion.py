@@ -38,6 +38,7 @@ from smcplan.llm.templates import load_role
 
 __all__ = ["ReflexionAgent"]
 
+
 class ReflexionAgent(ReactAgent):
     """ReAct plus verbal reflections carried across trials (module docstring).
 

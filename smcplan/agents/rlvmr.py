@@ -73,6 +73,7 @@ from smcplan.llm.templates import load_role
 
 __all__ = ["RLVMRAgent"]
 
+
 class RLVMRAgent(LLMAgent):
     """The RLVMR agent (module docstring).
 
