@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import time
 
 os.environ.setdefault("TORCH_COMPILE_DISABLE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from _common import print_table, write_json  # noqa: E402
+from _common import median_seconds, print_table, write_json  # noqa: E402
 
 OBSERVATION = (
     "You are in the kitchen. In one part of the room you see a stove. There is also an oven. "
@@ -33,16 +32,6 @@ OBSERVATION = (
     "closed. To the North you see a closed sliding patio door. To the South you see the living "
     "room. To the East you see a closed frosted-glass door. To the West you see the pantry. "
 )
-
-
-def cpu_median(fn, repeats: int) -> float:
-    fn()  # warm-up
-    times = []
-    for _ in range(repeats):
-        t0 = time.process_time()
-        fn()
-        times.append(time.process_time() - t0)
-    return statistics.median(times)
 
 
 def main() -> None:
@@ -75,8 +64,8 @@ def main() -> None:
         def repeated():
             lm.sample([prompt] * args.n, n=1, max_new_tokens=new, seed=0, temperature=1.0)
 
-        t_shared = cpu_median(shared, repeats)
-        t_repeated = cpu_median(repeated, repeats)
+        t_shared = median_seconds(shared, repeats, warmup=1, clock=time.process_time)
+        t_repeated = median_seconds(repeated, repeats, warmup=1, clock=time.process_time)
         result[label] = {"shared_s": t_shared, "repeated_s": t_repeated, "speedup": t_repeated / t_shared}
         rows.append([label, f"{t_shared:.2f}", f"{t_repeated:.2f}", f"{t_repeated / t_shared:.2f}x"])
     print(f"SmolLM2-135M, {prompt_tokens}-token prompt, n = {args.n}, CPU seconds (median of {repeats})")
