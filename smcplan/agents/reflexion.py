@@ -33,7 +33,7 @@ from smcplan.agents.beliefs import AGENT_ROLES_DIR
 from smcplan.agents.llm_agent import Decision
 from smcplan.agents.react import ReactAgent
 from smcplan.agents.record import StepRecord
-from smcplan.agents.zeroshot import JSON_TEXT
+from smcplan.llm.fields import JSON_TEXT, field_text, regex
 from smcplan.llm.templates import load_role
 
 __all__ = ["ReflexionAgent"]
@@ -99,18 +99,16 @@ class ReflexionAgent(ReactAgent):
         self.reflections.append(entry)
 
     def _reflect(self, task: str, trajectory: str, score: float, seed: int) -> str:
-        from outlines.types import Regex
-
         prompt = self.assets.messages(task=task, trajectory=trajectory, score=f"{score:.2f}")
         ((s,),) = self.lm.sample(
             [prompt],
-            Regex(JSON_TEXT + r'"\}'),
+            regex(JSON_TEXT + r'"\}'),
             temperature=self.reflection_temperature,
             max_new_tokens=self.reflection_tokens,
             seed=seed,
             assistant_prefix='{"reflection": "',
         )
-        return s.text[: -len('"}')] if s.finished else s.text
+        return field_text(s.text, s.finished, '"}')
 
     def notes(self) -> list[str]:
         return [f"Reflection on trial {m['trial'] + 1}: {m['reflection']}" for m in self.memory]
