@@ -29,7 +29,6 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from smcplan.agents.beliefs import AGENT_ROLES_DIR
 from smcplan.agents.llm_agent import Decision
 from smcplan.agents.react import ReactAgent
 from smcplan.agents.record import StepRecord
@@ -77,7 +76,7 @@ class ReflexionAgent(ReactAgent):
         self.trial = -1
         self.reflection_temperature = float(reflection_temperature)
         self.trajectory_tokens = int(trajectory_tokens)
-        self.assets = load_role("reflexion", root=AGENT_ROLES_DIR)
+        self.assets = load_role("reflexion")
         self.reflection_tokens = int(reflection_tokens)
         self.reflector = reflector or self._reflect
 

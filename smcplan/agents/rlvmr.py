@@ -57,7 +57,6 @@ from typing import Any
 
 import numpy as np
 
-from smcplan.agents.beliefs import AGENT_ROLES_DIR
 from smcplan.agents.llm_agent import Decision, LLMAgent
 from smcplan.agents.record import StepRecord
 from smcplan.agents.rlvmr_rewards import (
@@ -130,7 +129,7 @@ class RLVMRAgent(LLMAgent):
         self.action_temperature = float(action_temperature)
         self.constrained = bool(constrained)
         self.rewards = rewards or RewardConfig()
-        self.assets = load_role("rlvmr", root=AGENT_ROLES_DIR)
+        self.assets = load_role("rlvmr")
         # unbounded text (a maxLength would compile one automaton state per character)
         self.content_regex = {g: TAG_TEXT + f"</{g}>" for g in self.tags}
         self.content_tokens = int(content_tokens)

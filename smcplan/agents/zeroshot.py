@@ -35,7 +35,6 @@ from typing import Any
 
 import numpy as np
 
-from smcplan.agents.beliefs import AGENT_ROLES_DIR
 from smcplan.agents.context import clip_text
 from smcplan.agents.llm_agent import Decision, LLMAgent
 from smcplan.agents.matching import match_admissible, normalize_action
@@ -89,7 +88,7 @@ class ZeroShotAgent(LLMAgent):
         self.max_actions = int(max_actions)
         self.plan_tokens = int(plan_tokens)
         self.plan_temperature = float(plan_temperature)
-        self.assets = load_role("zeroshot", root=AGENT_ROLES_DIR)
+        self.assets = load_role("zeroshot")
         self.fixed_plan = None if plan is None else [str(b) for b in plan]
         self.plan: list[str] | None = None
         self.plan_cut = False

@@ -15,7 +15,7 @@ from smcplan.llm.templates import ROLES, load_role
 
 @pytest.fixture
 def fake_models_dir(tmp_path, monkeypatch):
-    """A copy of models/registry.json with an entry whose package is not installed."""
+    """A copy of assets/registry.json with an entry whose package is not installed."""
     real = json.loads((reg.models_dir() / "registry.json").read_text())
     real["models"]["ghost-1m"] = {
         "source": "gguf_package",
