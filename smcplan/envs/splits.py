@@ -38,6 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from smcplan.envs.alfworld import TASK_TYPES as ALFWORLD_TASK_TYPES
 from smcplan.envs.base import unknown_choice
 from smcplan.envs.scienceworld import TASKS as SCIENCEWORLD_TASKS
 from smcplan.envs.textworld_express import FOLDS as TWX_FOLDS
@@ -54,14 +55,6 @@ __all__ = [
 
 SPLITS = ("dev", "test")
 
-ALFWORLD_TASK_TYPES = (
-    "pick_and_place",
-    "pick_clean_then_place",
-    "pick_heat_then_place",
-    "pick_cool_then_place",
-    "look_at_obj_in_light",
-    "pick_two_obj_and_place",
-)
 
 #: task -> ((dev start, dev stop), (test start, test stop)): the simulator's variation ranges.
 SCIENCEWORLD_VARIATIONS: dict[str, tuple[tuple[int, int], tuple[int, int]]] = {

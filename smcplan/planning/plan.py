@@ -14,9 +14,10 @@ Imports ``smcplan.pomdp`` and the planning modules; never agents, eval or cli.
 
 from __future__ import annotations
 
+import inspect
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, get_overloads, overload
 
 import jax
 import numpy as np
@@ -27,6 +28,9 @@ from smcplan.planning.components import PlanningError, Proposal, Twist, WorldMod
 from smcplan.planning.result import PlanResult
 from smcplan.planning.tsmc import tsmc, validate_config
 from smcplan.pomdp.model import DiscretePOMDP
+
+if TYPE_CHECKING:
+    from smcplan.memory import KnowledgeGraph
 
 __all__ = ["plan", "plan_pomdp", "PROPOSALS", "TWISTS", "as_key"]
 
@@ -49,13 +53,67 @@ def _value_twist(pomdp: DiscretePOMDP, belief: Any, horizon: int, beta: float, k
     return cache[key]
 
 
+@overload
+def plan(
+    pomdp: DiscretePOMDP,
+    belief: Any = None,
+    key: Any = 0,
+    num_particles: int = 256,
+    horizon: int = 3,
+    *,
+    weighting: str = "twisted",
+    lam: float = 1.0,
+    proposal: str | Proposal = "uniform",
+    world_model: str | WorldModel = "exact",
+    twist: str | Twist = "reward",
+    beta: float = 1.0,
+    proposal_beta: float = 1.0,
+    actions: Sequence[int | str] | None = None,
+    resampling: str | Callable = "systematic",
+    ess_threshold: float = 1.0,
+    choice: str = "sample",
+    jit: bool = True,
+) -> PlanResult: ...
+
+
+@overload
+def plan(
+    task: str,
+    memory: KnowledgeGraph | None,
+    admissible_actions: Sequence[str],
+    lm: Any = None,
+    *,
+    observation: str = "",
+    key: Any = 0,
+    num_particles: int = 8,
+    horizon: int = 2,
+    weighting: str = "nesyfs",
+    lam: float = 1.0,
+    resampling: str | Callable = "systematic",
+    ess_threshold: float = 1.0,
+    choice: str = "sample",
+    extractor: str | Callable = "llm",
+    env_kind: str = "auto",
+    retrieve_k: int = 2,
+    retrieve_limit: int = 20,
+    observation_tokens: int = 32,
+    proposer: Any = None,
+    observation_model: Any = None,
+    progress_model: Any = None,
+    llm_extractor: Any = None,
+    twist: Twist | None = None,
+) -> PlanResult: ...
+
+
 def plan(*args: Any, **kwargs: Any) -> PlanResult:
     """Plan one action by twisted SMC.  Dispatches on the first argument:
 
-    * a :class:`~smcplan.pomdp.DiscretePOMDP` → :func:`plan_pomdp`
-      ``(pomdp, belief, key, num_particles, horizon, ...)``;
-    * a task string → :func:`smcplan.planning.text_components.plan_text`
-      ``(task, memory, admissible_actions, lm=..., ...)``.
+    * a :class:`~smcplan.pomdp.DiscretePOMDP` → :func:`plan_pomdp` (toy POMDPs);
+    * a task string → :func:`smcplan.planning.text_components.plan_text` (text agents).
+
+    The two entries (``typing.overload``; each documented at its function)::
+
+        {entries}
     """
     first = args[0] if args else kwargs.get("pomdp", kwargs.get("task"))
     if isinstance(first, DiscretePOMDP):
@@ -67,6 +125,29 @@ def plan(*args: Any, **kwargs: Any) -> PlanResult:
     raise PlanningError(
         f"plan() takes a DiscretePOMDP (toy planning) or a task string (text agents) first; got {type(first).__name__}"
     )
+
+
+def entry_signature(fn: Callable[..., Any], name: str = "plan") -> str:
+    """``name(param: annotation = default, ...) -> return``, one parameter per line, annotations
+    as written (they are strings under ``from __future__ import annotations``)."""
+    params = []
+    star = False
+    for p in inspect.signature(fn).parameters.values():
+        if p.kind is p.KEYWORD_ONLY and not star:
+            params.append("*")
+            star = True
+        text = p.name if p.annotation is p.empty else f"{p.name}: {p.annotation}"
+        if p.default is not p.empty:
+            text += f" = {p.default!r}"
+        params.append(text)
+    ret = inspect.signature(fn).return_annotation
+    body = ",\n".join(f"            {t}" for t in params)
+    return f"{name}(\n{body},\n        ) -> {ret}"
+
+
+plan.__doc__ = (plan.__doc__ or "").replace(
+    "{entries}", "\n\n        ".join(entry_signature(o) for o in get_overloads(plan))
+)
 
 
 def plan_pomdp(

@@ -44,7 +44,7 @@ function.  Pure JAX; imports no torch.
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
+from functools import partial, wraps
 
 import jax
 import jax.numpy as jnp
@@ -58,11 +58,28 @@ SCHEMES: dict[str, Resampler] = {}
 
 
 def register(name: str) -> Callable[[Resampler], Resampler]:
-    """Add a scheme to :data:`SCHEMES` under ``name``."""
+    """Decorator: publish the kernel ``fn`` as the scheme ``name`` in :data:`SCHEMES`.
+
+    What is registered (and returned) is the checked entry point: outside ``jit`` it validates
+    the weights (:func:`~smcplan.smc.validation.check_weights`) and ``num_samples >= 1``, then
+    calls ``fn``; a scheme added by a user is checked exactly like the built-in ones. A name
+    that is already taken is refused (``ValueError``).
+    """
 
     def deco(fn: Resampler) -> Resampler:
-        SCHEMES[name] = fn
-        return fn
+        if name in SCHEMES:
+            raise ValueError(f"resampling scheme {name!r} is already registered; pick another name")
+
+        @wraps(fn)
+        def resample(key: jax.Array, weights: jax.Array, num_samples: int) -> jax.Array:
+            check_weights(weights)
+            if num_samples < 1:
+                raise ValueError(f"num_samples must be >= 1; got {num_samples}")
+            return fn(key, weights, num_samples)
+
+        resample.__name__ = resample.__qualname__ = name
+        SCHEMES[name] = resample
+        return resample
 
     return deco
 
@@ -106,7 +123,10 @@ def _indices_from_cumulative_counts(cum_counts: jax.Array, num_samples: int) -> 
 
 @register("systematic")
 @partial(jax.jit, static_argnums=2)
-def _systematic(key: jax.Array, weights: jax.Array, num_samples: int) -> jax.Array:
+def systematic(key: jax.Array, weights: jax.Array, num_samples: int) -> jax.Array:
+    r"""Systematic resampling (Carpenter et al. 1999): :math:`u_j = (j + U)/M`, one :math:`U\sim U(0,1)`.
+
+    Offspring counts are always :math:`\lfloor M W_i\rfloor` or :math:`\lceil M W_i\rceil`.  O(N + M)."""
     x = _scaled_cdf(weights, num_samples)
     u = jax.random.uniform(key, dtype=x.dtype)
     # #{j in 0..M-1 : (j + U) < M C_i} = ceil(M C_i - U), clipped to [0, M].
@@ -116,7 +136,8 @@ def _systematic(key: jax.Array, weights: jax.Array, num_samples: int) -> jax.Arr
 
 @register("stratified")
 @partial(jax.jit, static_argnums=2)
-def _stratified(key: jax.Array, weights: jax.Array, num_samples: int) -> jax.Array:
+def stratified(key: jax.Array, weights: jax.Array, num_samples: int) -> jax.Array:
+    r"""Stratified resampling (Kitagawa 1996): :math:`u_j = (j + U_j)/M`, :math:`U_j` i.i.d. U(0,1).  O(N + M)."""
     x = _scaled_cdf(weights, num_samples)
     u = jax.random.uniform(key, (num_samples,), dtype=x.dtype)
     # u_j = (j + U_j)/M < C_i  <=>  j + U_j < x_i.  Every j < floor(x_i) counts; j = floor(x_i)
@@ -130,7 +151,8 @@ def _stratified(key: jax.Array, weights: jax.Array, num_samples: int) -> jax.Arr
 
 @register("multinomial")
 @partial(jax.jit, static_argnums=2)
-def _multinomial(key: jax.Array, weights: jax.Array, num_samples: int) -> jax.Array:
+def multinomial(key: jax.Array, weights: jax.Array, num_samples: int) -> jax.Array:
+    r"""Multinomial resampling: :math:`A_j \overset{iid}{\sim} \mathrm{Cat}(W)`; :math:`O \sim \mathrm{Mult}(M, W)`."""
     x = _scaled_cdf(weights, num_samples) / num_samples
     u = jax.random.uniform(key, (num_samples,), dtype=x.dtype)
     # A_j = #{i : C_i <= u_j}: i.i.d. inverse-CDF draws, O(M log N) by binary search.
@@ -140,7 +162,9 @@ def _multinomial(key: jax.Array, weights: jax.Array, num_samples: int) -> jax.Ar
 
 @register("residual")
 @partial(jax.jit, static_argnums=2)
-def _residual(key: jax.Array, weights: jax.Array, num_samples: int) -> jax.Array:
+def residual(key: jax.Array, weights: jax.Array, num_samples: int) -> jax.Array:
+    r"""Residual resampling (Liu & Chen 1998): :math:`\lfloor M W_i\rfloor` deterministic copies, the
+    remaining :math:`M - \sum_i\lfloor M W_i\rfloor` drawn multinomially from :math:`M W_i - \lfloor M W_i\rfloor`."""
     w = jnp.asarray(weights)
     if not jnp.issubdtype(w.dtype, jnp.floating):
         w = w.astype(jnp.float32)
@@ -157,32 +181,6 @@ def _residual(key: jax.Array, weights: jax.Array, num_samples: int) -> jax.Array
     random_cum = jnp.searchsorted(u, residual_cdf, side="left").astype(jnp.int32)
     random_cum = random_cum.at[-1].set(num_random)
     return _indices_from_cumulative_counts(_prefix_sum(floor_counts) + random_cum, num_samples)
-
-
-def _public(scheme: Resampler, name: str) -> Resampler:
-    def resample(key: jax.Array, weights: jax.Array, num_samples: int) -> jax.Array:
-        check_weights(weights)
-        if num_samples < 1:
-            raise ValueError(f"num_samples must be >= 1; got {num_samples}")
-        return scheme(key, weights, num_samples)
-
-    resample.__name__ = name
-    resample.__qualname__ = name
-    return resample
-
-
-multinomial = _public(_multinomial, "multinomial")
-multinomial.__doc__ = r"""Multinomial resampling: :math:`A_j \overset{iid}{\sim} \mathrm{Cat}(W)`; :math:`O \sim \mathrm{Mult}(M, W)`."""
-systematic = _public(_systematic, "systematic")
-systematic.__doc__ = r"""Systematic resampling (Carpenter et al. 1999): :math:`u_j = (j + U)/M`, one :math:`U\sim U(0,1)`.
-
-Offspring counts are always :math:`\lfloor M W_i\rfloor` or :math:`\lceil M W_i\rceil`.  O(N + M)."""
-stratified = _public(_stratified, "stratified")
-stratified.__doc__ = r"""Stratified resampling (Kitagawa 1996): :math:`u_j = (j + U_j)/M`, :math:`U_j` i.i.d. U(0,1).  O(N + M)."""
-residual = _public(_residual, "residual")
-residual.__doc__ = r"""Residual resampling (Liu & Chen 1998): :math:`\lfloor M W_i\rfloor` deterministic copies, the
-remaining :math:`M - \sum_i\lfloor M W_i\rfloor` drawn multinomially from :math:`M W_i - \lfloor M W_i\rfloor`."""
-SCHEMES.update({"multinomial": multinomial, "systematic": systematic, "stratified": stratified, "residual": residual})
 
 
 def offspring_counts(indices: jax.Array, num_particles: int) -> jax.Array:

@@ -243,3 +243,19 @@ def test_bad_plan_input_raises_clear_errors(kwargs, message):
 def test_plan_rejects_what_it_cannot_dispatch():
     with pytest.raises(PlanningError, match="plan\\(\\) takes a DiscretePOMDP .* or a task string"):
         plan(42)
+
+
+def test_help_shows_both_entries_and_they_are_the_entry_functions_signatures():
+    import inspect
+    from typing import get_overloads
+
+    import smcplan
+    from smcplan.planning.plan import plan as plan_fn
+    from smcplan.planning.plan import plan_pomdp
+    from smcplan.planning.text_components import plan_text
+
+    doc = smcplan.plan.__doc__
+    assert "pomdp: DiscretePOMDP," in doc and "task: str," in doc and "{entries}" not in doc
+    toy, text = get_overloads(plan_fn)
+    for entry, impl in ((toy, plan_pomdp), (text, plan_text)):
+        assert inspect.signature(entry) == inspect.signature(impl), impl.__name__

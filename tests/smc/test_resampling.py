@@ -140,6 +140,29 @@ def test_bad_weights_inside_jit_are_caught_by_the_checked_path():
     assert idx.shape == (4,)
 
 
+def test_the_registry_holds_the_checked_public_schemes():
+    assert {n: resampling.SCHEMES[n] for n in SCHEMES} == SCHEMES
+
+
+def test_a_registered_scheme_is_checked_like_the_built_in_ones():
+    def first(key, weights, num_samples):
+        """Every child from particle 0."""
+        return jnp.zeros(num_samples, jnp.int32)
+
+    try:
+        public = resampling.register("first")(first)
+        assert resampling.get("first") is public and public.__doc__ == first.__doc__
+        assert (np.asarray(public(jax.random.key(0), jnp.ones(3), 2)) == 0).all()
+        with pytest.raises(InvalidWeightsError, match="NaN"):
+            resampling.get("first")(jax.random.key(0), jnp.asarray([0.5, jnp.nan]), 2)
+        with pytest.raises(ValueError, match="num_samples must be >= 1"):
+            public(jax.random.key(0), jnp.ones(3), 0)
+        with pytest.raises(ValueError, match="'first' is already registered"):
+            resampling.register("first")(first)
+    finally:
+        resampling.SCHEMES.pop("first", None)
+
+
 def test_unknown_scheme_names_the_known_ones():
     with pytest.raises(ValueError, match="multinomial, residual, stratified, systematic"):
         resampling.get("sistematic")

@@ -15,24 +15,22 @@ rely on: no product text mentions an attribute it lacks or any option value, and
 gold path (search the instruction, page to the target, click it and its options, buy) earns
 reward 1.
 
-Usage: ``python -m smcplan.envs.webshop.synthetic [--out DIR] [--check]``; ``--check`` fails if
-the shipped files differ from what this module generates.
+Regenerate or check the shipped files with ``python scripts/webshop_catalog.py [--out DIR]
+[--check]`` (:func:`stale_files` is the check).
 
 Pure standard library; must not import other smcplan layers except ``smcplan.envs.webshop``.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SEED", "TYPES", "build", "write", "main"]
+__all__ = ["SEED", "TYPES", "build", "write", "stale_files"]
 
 SEED = 20240607
 PRODUCTS_PER_TYPE = 10
@@ -405,30 +403,17 @@ def write(out: Path) -> dict[str, Path]:
     return paths
 
 
-def main(argv: list[str] | None = None) -> int:
+def stale_files(folder: Path | None = None) -> list[str]:
+    """The catalog files in ``folder`` (default: the shipped ``data/``) that differ from what
+    :func:`write` generates now, or are missing; ``[]`` when the folder is up to date."""
     from smcplan.envs.webshop.catalog import DATA_DIR, SYNTHETIC_FILES
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=DATA_DIR, help="output folder")
-    parser.add_argument("--check", action="store_true",
-                        help="compare with the shipped files instead of writing them")
-    args = parser.parse_args(argv)
-    if args.check:
-        with tempfile.TemporaryDirectory() as tmp:
-            fresh = write(Path(tmp))
-            stale = [name for key, name in SYNTHETIC_FILES.items()
-                     if not (DATA_DIR / name).exists()
-                     or (DATA_DIR / name).read_bytes() != fresh[key].read_bytes()]
-        if stale:
-            print(f"shipped synthetic catalog differs from the generator: {', '.join(stale)}")
-            return 1
-        print("shipped synthetic catalog matches the generator")
-        return 0
-    paths = write(args.out)
-    for p in paths.values():
-        print(p)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    folder = DATA_DIR if folder is None else Path(folder)
+    with tempfile.TemporaryDirectory() as tmp:
+        fresh = write(Path(tmp))
+        return [
+            name
+            for key, name in SYNTHETIC_FILES.items()
+            if not (folder / name).exists()
+            or (folder / name).read_bytes() != fresh[key].read_bytes()
+        ]

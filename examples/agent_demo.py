@@ -1,6 +1,6 @@
 """Play one episode with one agent and print the trajectory, the record and the cost per step.
 
-    python -m smcplan.agents.demo --agent nesyfs --env twx:coin --seed 10000 --steps 10
+    python examples/agent_demo.py --agent nesyfs --env twx:coin --seed 10000 --steps 10
 
 ``--model`` takes what :func:`smcplan.llm.load_model` takes (default: the packaged SmolLM2),
 ``--tiny`` uses the random-weight test model; ``--config key=value`` (repeatable, values parsed
@@ -27,7 +27,7 @@ def _value(text: str) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m smcplan.agents.demo", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python examples/agent_demo.py", description=__doc__.split("\n")[0])
     parser.add_argument("--agent", default="nesyfs")
     parser.add_argument("--env", default="twx:coin")
     parser.add_argument("--seed", type=int, default=None, help="environment seed")
