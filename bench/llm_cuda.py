@@ -89,9 +89,9 @@ def main() -> int:
     import torch
 
     if not torch.cuda.is_available():
-        print(
-            "bench/llm_cuda.py: no CUDA device visible to torch (torch.cuda.is_available() is False); nothing to measure."
-        )
+        reason = "no CUDA device visible to torch (torch.cuda.is_available() is False)"
+        print(f"bench/llm_cuda.py: {reason}; nothing to measure.")
+        write_json("llm_cuda", {"skipped": reason, "torch": torch.__version__, "results": []})
         return 0
     from smcplan.llm import load_model
     from smcplan.llm.testing import tiny_model_path
