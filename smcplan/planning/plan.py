@@ -3,8 +3,8 @@ r"""``smcplan.plan``: the drop-in slow thinker, one planner behind two entry poi
 * Toy POMDPs: ``plan(pomdp, belief, key, num_particles, horizon, ...)`` — components from
   :mod:`smcplan.planning.pomdp_components`, vectorised and jit-compiled.
 * Text agents: ``plan(task, memory, admissible_actions, lm=..., ...)`` — language-model
-  components from :mod:`smcplan.planning.text_components` (imported only on this path, so the toy
-  path never imports torch).
+  components from :mod:`smcplan.planning.text_components` (which imports ``smcplan.llm`` only
+  when it builds them, so the toy path never imports torch).
 
 Both run :func:`smcplan.planning.tsmc.tsmc` and return a
 :class:`~smcplan.planning.result.PlanResult`.
@@ -17,7 +17,7 @@ from __future__ import annotations
 import inspect
 import weakref
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, get_overloads, overload
+from typing import TYPE_CHECKING, Any, overload
 
 import jax
 import numpy as np
@@ -26,6 +26,7 @@ from smcplan.planning import pomdp_components as pc
 from smcplan.planning.batch import as_key
 from smcplan.planning.components import PlanningError, Proposal, Twist, WorldModel
 from smcplan.planning.result import PlanResult
+from smcplan.planning.text_components import plan_text
 from smcplan.planning.tsmc import tsmc, validate_config
 from smcplan.pomdp.model import DiscretePOMDP
 
@@ -60,19 +61,7 @@ def plan(
     key: Any = 0,
     num_particles: int = 256,
     horizon: int = 3,
-    *,
-    weighting: str = "twisted",
-    lam: float = 1.0,
-    proposal: str | Proposal = "uniform",
-    world_model: str | WorldModel = "exact",
-    twist: str | Twist = "reward",
-    beta: float = 1.0,
-    proposal_beta: float = 1.0,
-    actions: Sequence[int | str] | None = None,
-    resampling: str | Callable = "systematic",
-    ess_threshold: float = 1.0,
-    choice: str = "sample",
-    jit: bool = True,
+    **options: Any,
 ) -> PlanResult: ...
 
 
@@ -82,26 +71,7 @@ def plan(
     memory: KnowledgeGraph | None,
     admissible_actions: Sequence[str],
     lm: Any = None,
-    *,
-    observation: str = "",
-    key: Any = 0,
-    num_particles: int = 8,
-    horizon: int = 2,
-    weighting: str = "nesyfs",
-    lam: float = 1.0,
-    resampling: str | Callable = "systematic",
-    ess_threshold: float = 1.0,
-    choice: str = "sample",
-    extractor: str | Callable = "llm",
-    env_kind: str = "auto",
-    retrieve_k: int = 2,
-    retrieve_limit: int = 20,
-    observation_tokens: int = 32,
-    proposer: Any = None,
-    observation_model: Any = None,
-    progress_model: Any = None,
-    llm_extractor: Any = None,
-    twist: Twist | None = None,
+    **options: Any,
 ) -> PlanResult: ...
 
 
@@ -111,7 +81,8 @@ def plan(*args: Any, **kwargs: Any) -> PlanResult:
     * a :class:`~smcplan.pomdp.DiscretePOMDP` → :func:`plan_pomdp` (toy POMDPs);
     * a task string → :func:`smcplan.planning.text_components.plan_text` (text agents).
 
-    The two entries (``typing.overload``; each documented at its function)::
+    The two entries (``typing.overload``; the keyword options are those of the function each
+    one calls, documented there)::
 
         {entries}
     """
@@ -119,8 +90,6 @@ def plan(*args: Any, **kwargs: Any) -> PlanResult:
     if isinstance(first, DiscretePOMDP):
         return plan_pomdp(*args, **kwargs)
     if isinstance(first, str):
-        from smcplan.planning.text_components import plan_text
-
         return plan_text(*args, **kwargs)
     raise PlanningError(
         f"plan() takes a DiscretePOMDP (toy planning) or a task string (text agents) first; got {type(first).__name__}"
@@ -143,11 +112,6 @@ def entry_signature(fn: Callable[..., Any], name: str = "plan") -> str:
     ret = inspect.signature(fn).return_annotation
     body = ",\n".join(f"            {t}" for t in params)
     return f"{name}(\n{body},\n        ) -> {ret}"
-
-
-plan.__doc__ = (plan.__doc__ or "").replace(
-    "{entries}", "\n\n        ".join(entry_signature(o) for o in get_overloads(plan))
-)
 
 
 def plan_pomdp(
@@ -243,3 +207,8 @@ def plan_pomdp(
         jit=jit,
         action_names=list(pomdp.action_names),
     )
+
+
+plan.__doc__ = (plan.__doc__ or "").replace(
+    "{entries}", "\n\n        ".join(entry_signature(f) for f in (plan_pomdp, plan_text))
+)

@@ -245,17 +245,19 @@ def test_plan_rejects_what_it_cannot_dispatch():
         plan(42)
 
 
-def test_help_shows_both_entries_and_they_are_the_entry_functions_signatures():
+def test_help_shows_both_entries_and_the_overloads_are_the_entry_functions():
     import inspect
     from typing import get_overloads
 
     import smcplan
-    from smcplan.planning.plan import plan as plan_fn
-    from smcplan.planning.plan import plan_pomdp
+    from smcplan.planning.plan import entry_signature, plan_pomdp
     from smcplan.planning.text_components import plan_text
 
     doc = smcplan.plan.__doc__
-    assert "pomdp: DiscretePOMDP," in doc and "task: str," in doc and "{entries}" not in doc
-    toy, text = get_overloads(plan_fn)
-    for entry, impl in ((toy, plan_pomdp), (text, plan_text)):
-        assert inspect.signature(entry) == inspect.signature(impl), impl.__name__
+    assert entry_signature(plan_pomdp) in doc and entry_signature(plan_text) in doc
+    assert "weighting: str = 'twisted'" in doc and "weighting: str = 'nesyfs'" in doc
+    for entry, impl in zip(get_overloads(smcplan.plan), (plan_pomdp, plan_text), strict=True):
+        *head, options = inspect.signature(entry).parameters.values()
+        params = list(inspect.signature(impl).parameters.values())
+        assert head == params[: len(head)] and options.kind is options.VAR_KEYWORD
+        assert all(p.kind is p.KEYWORD_ONLY for p in params[len(head):]), impl.__name__
