@@ -55,7 +55,7 @@ import numpyro
 import numpyro.distributions as dist
 
 from smcplan.pomdp.model import DiscretePOMDP
-from smcplan.pomdp.program import POMDPProgram, compile_program
+from smcplan.pomdp.program import POMDPProgram, compiled
 
 __all__ = ["household", "household_program", "household_check_first", "CHECK_FIRST", "MIDDLE_OF_ROOM"]
 
@@ -222,24 +222,11 @@ def household_program(
     )
 
 
-def household(
-    receptacles: Sequence[str] = ("drawer 1", "drawer 2", "cabinet 1"),
-    obj: str = "key 1",
-    key_prior: Sequence[float] | None = None,
-    start: str | None = None,
-    initially_open: Sequence[str] = (),
-    look_accuracy: float | None = None,
-    step_cost: float = 1.0,
-    success_reward: float = 10.0,
-    failure_penalty: float = 10.0,
-    discount: float = 0.95,
-) -> DiscretePOMDP:
-    """The household search task compiled to arrays (78 states, 13 actions, 30 observations by default)."""
-    return compile_program(
-        household_program(
-            receptacles, obj, key_prior, start, initially_open, look_accuracy, step_cost, success_reward, failure_penalty, discount
-        )
-    )
+household = compiled(
+    household_program,
+    "The household search task compiled to arrays (78 states, 13 actions, 30 observations by "
+    "default).",
+)
 
 
 def household_check_first(**overrides: Any) -> DiscretePOMDP:
