@@ -1,4 +1,5 @@
-"""Fixed evaluation splits: which (env, task, seed) episodes make up ``dev`` and ``test``.
+"""Fixed evaluation splits: which (env, task, seed) episodes make up ``dev``, ``test`` and RLVMR's
+generalisation levels.
 
 ``dev`` is for development (tuning prompts, hyper-parameters); ``test`` is for reporting.  Both
 are drawn only from the benchmarks' own held-out folds, never from training data, and are fixed
@@ -27,6 +28,11 @@ NOT the official ALFWorld evaluation set).  WebShop goals index the shipped SYNT
 (``smcplan.envs.webshop.catalog.SYNTHETIC_SPLITS``; not WebShop's data); with the real files
 the WebShop baselines' split is goals 0-499 test, 500-1499 dev (``WebShopEnv(split=...)``).
 
+The generalisation splits follow RLVMR (Zhang et al. 2025, arXiv 2507.22844; its code, the
+``RLVMR/`` folder of Tencent's DigitalHuman repository) and are defined in
+:mod:`smcplan.envs.generalisation` (``alfworld-l0``, ``alfworld-l1``, ``alfworld-l2``,
+``scienceworld-unseen``).
+
 Each entry is a ``SplitEntry(env, seed, task, env_kwargs)``: the harness builds
 ``smcplan.envs.make(env, **env_kwargs)`` and calls ``reset(seed)``.
 
@@ -52,7 +58,9 @@ __all__ = [
     "spread",
 ]
 
-SPLITS = ("dev", "test")
+#: The dev/test splits (defined here) and RLVMR's generalisation splits
+#: (:mod:`smcplan.envs.generalisation`).
+SPLITS = ("dev", "test", "alfworld-l0", "alfworld-l1", "alfworld-l2", "scienceworld-unseen")
 
 ALFWORLD_TASK_TYPES = (
     "pick_and_place",
@@ -154,9 +162,13 @@ def _webshop(split: str) -> list[SplitEntry]:
 
 
 def get_split(name: str) -> list[SplitEntry]:
-    """All entries of split ``name`` (``dev`` or ``test``), grouped by benchmark."""
+    """All entries of split ``name`` (one of :data:`SPLITS`), grouped by benchmark."""
     if name not in SPLITS:
         raise unknown_choice("split", name, SPLITS)
+    if name not in ("dev", "test"):
+        from smcplan.envs.generalisation import generalisation_split
+
+        return generalisation_split(name)
     return _twx(name) + _scienceworld(name) + _alfworld(name) + _webshop(name)
 
 
