@@ -7,8 +7,13 @@
 ``reflexion``  Reflexion (Shinn et al. 2023): ReAct + reflections carried across trials
 ``zeroshot``   RLAW's Base-LLM baseline: the whole action sequence in one pass, open loop
 ``rlaw``       RLAW (arXiv 2607.17038): actor JSON + critic with threshold and regenerations
-``rlvmr``      RLVMR (arXiv 2507.22844): meta-reasoning tags + verifiable process rewards
+``rlvmr``      RLVMR (arXiv 2507.22844): meta-reasoning tags; process rewards recorded (paper)
+``rlvmr+guide``  RLVMR with its process rewards as an inference-time guide (an extension)
 =============  ===================================================================================
+
+Every LLM agent takes ``action_mode="admissible"`` (choose from the admissible set, the default)
+or ``"free"`` (write the command; the environment may reject it), see
+:class:`~smcplan.agents.llm_agent.LLMAgent`.
 
 The language-model agents share :class:`~smcplan.agents.llm_agent.LLMAgent` (step loop, context,
 proposal, judging loop, per-step record; schema in :mod:`smcplan.agents.record`).
@@ -36,6 +41,7 @@ AGENTS: dict[str, str] = {
     "zeroshot": "smcplan.agents.zeroshot:ZeroShotAgent",
     "rlaw": "smcplan.agents.rlaw:RLAWAgent",
     "rlvmr": "smcplan.agents.rlvmr:RLVMRAgent",
+    "rlvmr+guide": "smcplan.agents.rlvmr:RLVMRGuidedAgent",
 }
 
 
