@@ -1,15 +1,15 @@
 """Agents: one protocol (``smcplan.agents.base.Agent``), one registry (``make``).
 
-=============  ===================================================================================
-``random``     uniformly random admissible action (the floor)
-``react``      ReAct (Yao et al. 2023): thought, then an admissible action; history in context
-``nesyfs``     NeSyFS (arXiv 2607.28942): KG belief, fast action + reflection, slow thinking (TSMC)
-``reflexion``  Reflexion (Shinn et al. 2023): ReAct + reflections carried across trials
-``zeroshot``   RLAW's Base-LLM baseline: the whole action sequence in one pass, open loop
-``rlaw``       RLAW (arXiv 2607.17038): actor JSON + critic with threshold and regenerations
-``rlvmr``      RLVMR (arXiv 2507.22844): meta-reasoning tags; process rewards recorded (paper)
+===============  =================================================================================
+``random``       uniformly random admissible action (the floor)
+``react``        ReAct (Yao et al. 2023): thought, then an admissible action; history in context
+``nesyfs``       NeSyFS (arXiv 2607.28942): KG belief, fast action + reflection, slow thinking (TSMC)
+``reflexion``    Reflexion (Shinn et al. 2023): ReAct + reflections carried across trials
+``zeroshot``     RLAW's Base-LLM baseline: the whole action sequence in one pass, open loop
+``rlaw``         RLAW (arXiv 2607.17038): actor JSON + critic with threshold and regenerations
+``rlvmr``        RLVMR (arXiv 2507.22844): meta-reasoning tags; process rewards recorded (paper)
 ``rlvmr+guide``  RLVMR with its process rewards as an inference-time guide (an extension)
-=============  ===================================================================================
+===============  =================================================================================
 
 Every LLM agent takes ``action_mode="admissible"`` (choose from the admissible set, the default)
 or ``"free"`` (write the command; the environment may reject it), see
