@@ -53,7 +53,9 @@ def test_make_names_the_known_agents_and_builds_random_without_a_model():
     with pytest.raises(ValueError, match="unknown agent 'reakt'; known: nesyfs, random, react"):
         make("reakt")
     assert make("random", seed=3).act("o", ["a", "b"], {}).action in ("a", "b")
-    assert {"random", "react", "nesyfs", "reflexion", "zeroshot", "rlaw", "rlvmr"} == set(AGENTS)
+    assert set(AGENTS) == {
+        "random", "react", "nesyfs", "reflexion", "zeroshot", "rlaw", "rlvmr", "rlvmr+guide"
+    }
     assert [n for n, s in AGENTS.items() if not s.lm] == ["random"]
     assert all(s.seed and not s.simulator for s in AGENTS.values())
 
