@@ -36,7 +36,7 @@ test: setup
 	$(BIN)/python -m pytest -q
 
 lint: setup
-	$(BIN)/ruff check smcplan tests bench examples
+	$(BIN)/ruff check smcplan tests bench examples scripts
 
 # Every script in bench/ on its quick setting (bench/run_all.py lists them; minutes on 2 cores),
 # each writing bench/results/<name>.json; bench-full runs them with their own defaults (hours).

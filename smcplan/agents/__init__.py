@@ -3,7 +3,8 @@
 ===============  =================================================================================
 ``random``       uniformly random admissible action (the floor)
 ``react``        ReAct (Yao et al. 2023): thought, then an admissible action; history in context
-``nesyfs``       NeSyFS (arXiv 2607.28942): KG belief, fast action + reflection, slow thinking (TSMC)
+``nesyfs``       NeSyFS (arXiv 2607.28942): KG belief, fast action + reflection, slow thinking
+(TSMC)
 ``reflexion``    Reflexion (Shinn et al. 2023): ReAct + reflections carried across trials
 ``zeroshot``     RLAW's Base-LLM baseline: the whole action sequence in one pass, open loop
 ``rlaw``         RLAW (arXiv 2607.17038): actor JSON + critic with threshold and regenerations

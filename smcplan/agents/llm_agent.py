@@ -220,7 +220,11 @@ class LLMAgent:
             raise ValueError(
                 f"action_mode must be one of {', '.join(ACTION_MODES)}; got {action_mode!r}"
             )
-        if isinstance(action_tokens, bool) or not isinstance(action_tokens, int) or action_tokens < 1:
+        if (
+            isinstance(action_tokens, bool)
+            or not isinstance(action_tokens, int)
+            or action_tokens < 1
+        ):
             raise ValueError(f"action_tokens must be a positive integer; got {action_tokens!r}")
         self.action_mode = action_mode
         self.action_tokens = action_tokens

@@ -40,7 +40,8 @@ class MissingBenchmark(ImportError):
 
 
 def unknown_choice(kind: str, value: Any, known: Iterable[Any]) -> ValueError:
-    """``ValueError("unknown <kind> <value!r>; known: a, b, ...")`` — errors name the valid values."""
+    """``ValueError("unknown <kind> <value!r>; known: a, b, ...")`` — errors name the valid values.
+    """
     listed = ", ".join(str(k) for k in known)
     return ValueError(f"unknown {kind} {value!r}; known: {listed}")
 

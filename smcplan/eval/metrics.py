@@ -8,7 +8,8 @@ Definitions (one *episode* = one task instance; its steps are the executed actio
 
 * **SR** (success rate): fraction of episodes with ``won``. 95% CI: Wilson score interval.
 * **AR** (average reward): mean final ``score`` (normalised to [0, 1]) over episodes. CI: bootstrap.
-* **AvgS**: mean number of steps over *successful* episodes only (RLAW, NeSyFS tables). CI: bootstrap.
+* **AvgS**: mean number of steps over *successful* episodes only (RLAW, NeSyFS tables). CI:
+  bootstrap.
 * **Hallucination rate** (RLAW, arXiv 2607.17038): fraction of episodes with at least one action the
   environment rejected (``info["invalid"]``). CI: Wilson.
 * **Invalid-action rate** (RLVMR, arXiv 2507.22844): invalid steps / all steps, pooled over the run.
@@ -29,9 +30,11 @@ Definitions (one *episode* = one task instance; its steps are the executed actio
 * **Rejections per episode**: proposals rejected before execution — RLAW's critique rejections
   (critic score < τ) or NeSyFS's reflection rejections — summed per episode from step meta
   (``meta["rejections"]`` if an int, else ``len(meta["rejected_proposals"])``). CI: bootstrap.
-* **Slow-thinking calls per episode**: steps whose ``meta["slow_thinking"]`` is truthy. CI: bootstrap.
+* **Slow-thinking calls per episode**: steps whose ``meta["slow_thinking"]`` is truthy. CI:
+  bootstrap.
 * **LLM calls, tokens and wall time per step**: pooled sums / steps, cluster-bootstrap CI;
-  from ``llm_calls``/``llm_tokens`` of each step record and the harness-measured ``agent_s + env_s``.
+  from ``llm_calls``/``llm_tokens`` of each step record and the harness-measured ``agent_s +
+  env_s``.
 
 Episodes whose backend died (``status == "error"``) are excluded from every metric and counted in
 ``n_errors``; they are neither successes nor failures of the agent.

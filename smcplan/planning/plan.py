@@ -37,11 +37,15 @@ __all__ = ["plan", "plan_pomdp", "PROPOSALS", "TWISTS", "as_key"]
 
 PROPOSALS = ("uniform", "softmax")
 TWISTS = ("reward", "reward_cumulative", "value", "soft_value", "none")
-_VALUE_TWISTS: weakref.WeakKeyDictionary[DiscretePOMDP, dict[tuple, pc.ExactValueTwist]] = weakref.WeakKeyDictionary()
+_VALUE_TWISTS: weakref.WeakKeyDictionary[DiscretePOMDP, dict[tuple, pc.ExactValueTwist]] = (
+    weakref.WeakKeyDictionary()
+)
 _VALUE_CACHE_SIZE = 32
 
 
-def _value_twist(pomdp: DiscretePOMDP, belief: Any, horizon: int, beta: float, kind: str, mask: np.ndarray) -> pc.ExactValueTwist:
+def _value_twist(
+    pomdp: DiscretePOMDP, belief: Any, horizon: int, beta: float, kind: str, mask: np.ndarray
+) -> pc.ExactValueTwist:
     """Exact value twist, cached per (POMDP, belief, horizon, beta, kind, allowed actions): the
     belief tree is the expensive part and a decision loop asks for the same one repeatedly."""
     b = np.asarray(pomdp.b0 if belief is None else belief, dtype=np.float64)
@@ -92,7 +96,8 @@ def plan(*args: Any, **kwargs: Any) -> PlanResult:
     if isinstance(first, str):
         return plan_text(*args, **kwargs)
     raise PlanningError(
-        f"plan() takes a DiscretePOMDP (toy planning) or a task string (text agents) first; got {type(first).__name__}"
+        "plan() takes a DiscretePOMDP (toy planning) or a task string (text agents) first; got "
+        f"{type(first).__name__}"
     )
 
 
@@ -174,10 +179,15 @@ def plan_pomdp(
         elif proposal == "softmax":
             proposal = pc.SoftmaxProposal(pomdp, mask, beta=proposal_beta)
         else:
-            raise PlanningError(f"unknown proposal {proposal!r}; known: {', '.join(PROPOSALS)}, or a Proposal object")
+            raise PlanningError(
+                f"unknown proposal {proposal!r}; known: {', '.join(PROPOSALS)}, or a Proposal "
+                "object"
+            )
     if isinstance(world_model, str):
         if world_model != "exact":
-            raise PlanningError(f"unknown world model {world_model!r}; known: exact, or a WorldModel object")
+            raise PlanningError(
+                f"unknown world model {world_model!r}; known: exact, or a WorldModel object"
+            )
         world_model = pc.ExactWorldModel(pomdp)
     if isinstance(twist, str):
         if twist == "reward":
@@ -191,7 +201,9 @@ def plan_pomdp(
         elif twist == "none":
             twist = pc.NoTwist()
         else:
-            raise PlanningError(f"unknown twist {twist!r}; known: {', '.join(TWISTS)}, or a Twist object")
+            raise PlanningError(
+                f"unknown twist {twist!r}; known: {', '.join(TWISTS)}, or a Twist object"
+            )
     return tsmc(
         particles,
         key_plan,

@@ -12,7 +12,8 @@ What it is
     ==============  ===============================================  ==========================
     multinomial     i.i.d. U(0,1), sorted                             :math:`M W_i (1-W_i)`
     stratified      :math:`u_j = (j + U_j)/M`, :math:`U_j` i.i.d.       ≤ multinomial
-    systematic      :math:`u_j = (j + U)/M`, one :math:`U`              :math:`O_i\in\{\lfloor MW_i\rfloor,\lceil MW_i\rceil\}`
+    systematic      :math:`u_j = (j + U)/M`, one :math:`U`              :math:`O_i\in\{\lfloor
+    MW_i\rfloor,\lceil MW_i\rceil\}`
     residual        :math:`\lfloor M W_i \rfloor` copies, rest multinomial  ≤ multinomial
     ==============  ===============================================  ==========================
 
@@ -51,7 +52,16 @@ import jax.numpy as jnp
 
 from smcplan.smc.validation import check_weights
 
-__all__ = ["multinomial", "systematic", "stratified", "residual", "SCHEMES", "register", "get", "offspring_counts"]
+__all__ = [
+    "multinomial",
+    "systematic",
+    "stratified",
+    "residual",
+    "SCHEMES",
+    "register",
+    "get",
+    "offspring_counts",
+]
 
 Resampler = Callable[[jax.Array, jax.Array, int], jax.Array]
 SCHEMES: dict[str, Resampler] = {}
@@ -89,7 +99,9 @@ def get(name_or_fn: str | Resampler) -> Resampler:
     if callable(name_or_fn):
         return name_or_fn
     if name_or_fn not in SCHEMES:
-        raise ValueError(f"unknown resampling scheme {name_or_fn!r}; known: {', '.join(sorted(SCHEMES))}")
+        raise ValueError(
+            f"unknown resampling scheme {name_or_fn!r}; known: {', '.join(sorted(SCHEMES))}"
+        )
     return SCHEMES[name_or_fn]
 
 
@@ -124,9 +136,11 @@ def _indices_from_cumulative_counts(cum_counts: jax.Array, num_samples: int) -> 
 @register("systematic")
 @partial(jax.jit, static_argnums=2)
 def systematic(key: jax.Array, weights: jax.Array, num_samples: int) -> jax.Array:
-    r"""Systematic resampling (Carpenter et al. 1999): :math:`u_j = (j + U)/M`, one :math:`U\sim U(0,1)`.
+    r"""Systematic resampling (Carpenter et al. 1999): :math:`u_j = (j + U)/M`, one :math:`U\sim
+    U(0,1)`.
 
-    Offspring counts are always :math:`\lfloor M W_i\rfloor` or :math:`\lceil M W_i\rceil`.  O(N + M)."""
+    Offspring counts are always :math:`\lfloor M W_i\rfloor` or :math:`\lceil M W_i\rceil`.  O(N +
+    M)."""
     x = _scaled_cdf(weights, num_samples)
     u = jax.random.uniform(key, dtype=x.dtype)
     # #{j in 0..M-1 : (j + U) < M C_i} = ceil(M C_i - U), clipped to [0, M].
@@ -137,7 +151,8 @@ def systematic(key: jax.Array, weights: jax.Array, num_samples: int) -> jax.Arra
 @register("stratified")
 @partial(jax.jit, static_argnums=2)
 def stratified(key: jax.Array, weights: jax.Array, num_samples: int) -> jax.Array:
-    r"""Stratified resampling (Kitagawa 1996): :math:`u_j = (j + U_j)/M`, :math:`U_j` i.i.d. U(0,1).  O(N + M)."""
+    r"""Stratified resampling (Kitagawa 1996): :math:`u_j = (j + U_j)/M`, :math:`U_j` i.i.d. U(0,1).
+    O(N + M)."""
     x = _scaled_cdf(weights, num_samples)
     u = jax.random.uniform(key, (num_samples,), dtype=x.dtype)
     # u_j = (j + U_j)/M < C_i  <=>  j + U_j < x_i.  Every j < floor(x_i) counts; j = floor(x_i)
@@ -145,14 +160,19 @@ def stratified(key: jax.Array, weights: jax.Array, num_samples: int) -> jax.Arra
     fl = jnp.floor(x)
     j = jnp.clip(fl.astype(jnp.int32), 0, num_samples - 1)
     extra = (fl < num_samples) & (u[j] < x - fl)
-    cum = jnp.clip(fl.astype(jnp.int32) + extra.astype(jnp.int32), 0, num_samples).at[-1].set(num_samples)
+    cum = (
+        jnp.clip(fl.astype(jnp.int32) + extra.astype(jnp.int32), 0, num_samples)
+        .at[-1]
+        .set(num_samples)
+    )
     return _indices_from_cumulative_counts(cum, num_samples)
 
 
 @register("multinomial")
 @partial(jax.jit, static_argnums=2)
 def multinomial(key: jax.Array, weights: jax.Array, num_samples: int) -> jax.Array:
-    r"""Multinomial resampling: :math:`A_j \overset{iid}{\sim} \mathrm{Cat}(W)`; :math:`O \sim \mathrm{Mult}(M, W)`."""
+    r"""Multinomial resampling: :math:`A_j \overset{iid}{\sim} \mathrm{Cat}(W)`; :math:`O \sim
+    \mathrm{Mult}(M, W)`."""
     x = _scaled_cdf(weights, num_samples) / num_samples
     u = jax.random.uniform(key, (num_samples,), dtype=x.dtype)
     # A_j = #{i : C_i <= u_j}: i.i.d. inverse-CDF draws, O(M log N) by binary search.
@@ -163,8 +183,10 @@ def multinomial(key: jax.Array, weights: jax.Array, num_samples: int) -> jax.Arr
 @register("residual")
 @partial(jax.jit, static_argnums=2)
 def residual(key: jax.Array, weights: jax.Array, num_samples: int) -> jax.Array:
-    r"""Residual resampling (Liu & Chen 1998): :math:`\lfloor M W_i\rfloor` deterministic copies, the
-    remaining :math:`M - \sum_i\lfloor M W_i\rfloor` drawn multinomially from :math:`M W_i - \lfloor M W_i\rfloor`."""
+    r"""Residual resampling (Liu & Chen 1998): :math:`\lfloor M W_i\rfloor` deterministic copies,
+    the
+    remaining :math:`M - \sum_i\lfloor M W_i\rfloor` drawn multinomially from :math:`M W_i - \lfloor
+    M W_i\rfloor`."""
     w = jnp.asarray(weights)
     if not jnp.issubdtype(w.dtype, jnp.floating):
         w = w.astype(jnp.float32)
@@ -173,7 +195,9 @@ def residual(key: jax.Array, weights: jax.Array, num_samples: int) -> jax.Array:
     num_random = num_samples - jnp.sum(floor_counts)
     residual_cdf = _prefix_sum(mw - floor_counts)
     total = residual_cdf[-1]
-    residual_cdf = jnp.where(total > 0, residual_cdf / jnp.where(total > 0, total, 1.0), 1.0).at[-1].set(1.0)
+    residual_cdf = (
+        jnp.where(total > 0, residual_cdf / jnp.where(total > 0, total, 1.0), 1.0).at[-1].set(1.0)
+    )
     # R = num_random sorted uniforms with a static shape: partial sums of exponentials normalised
     # by the (R+1)-th one are the order statistics of R uniforms; slots j >= R are set to +inf.
     s = _prefix_sum(jax.random.exponential(key, (num_samples + 1,), dtype=mw.dtype))
@@ -184,5 +208,6 @@ def residual(key: jax.Array, weights: jax.Array, num_samples: int) -> jax.Array:
 
 
 def offspring_counts(indices: jax.Array, num_particles: int) -> jax.Array:
-    """:math:`O_i = \\#\\{j : A_j = i\\}` for ancestor indices ``indices``; shape (num_particles,)."""
+    """:math:`O_i = \\#\\{j : A_j = i\\}` for ancestor indices ``indices``; shape (num_particles,).
+    """
     return jnp.bincount(indices, length=num_particles)
