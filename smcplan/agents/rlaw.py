@@ -48,8 +48,9 @@ from typing import Any
 
 from smcplan.agents.beliefs import KGBelief
 from smcplan.agents.llm_agent import Candidate, Decision, Judgement, LLMAgent
+from smcplan.agents.matching import match_admissible
 from smcplan.agents.record import StepRecord
-from smcplan.agents.zeroshot import JSON_TEXT, match_admissible
+from smcplan.llm.fields import JSON_TEXT, field_text, regex
 
 __all__ = ["RLAWAgent", "JSONActor", "ScoredActor", "discounted_return"]
 
@@ -70,7 +71,7 @@ class JSONActor:
 
     ``actor(task, context, admissible, critique, seed) -> Candidate``: one sample of the
     ``rlaw_actor`` role's answer ``{"thought": z, "action": b}`` at ``temperature``/``top_p``,
-    both strings escape-free (:data:`~smcplan.agents.zeroshot.JSON_TEXT`) within
+    both strings escape-free (:data:`~smcplan.llm.fields.JSON_TEXT`) within
     ``thought_tokens + action_tokens`` new tokens; its action mapped onto ``admissible``. An answer
     cut by the budget keeps what it has (``cut`` is recorded; a missing action is mapped by
     log-probability). The candidate's ``logq``/``logp`` are those of the whole JSON answer.
@@ -112,27 +113,25 @@ class JSONActor:
         seed: int | None = None,
         verbs: list[str] | None = None,
     ) -> Candidate:
-        from outlines.types import Regex
-
         from smcplan.llm.roles.free_action import action_regex
         from smcplan.llm.roles.proposal import choose
 
         prompt = self.assets.messages(
             task=task, context=context, admissible=admissible, critique=critique
         )
-        regex = self.regex
+        pattern = self.regex
         if self.free:
-            regex = JSON_TEXT + self.SEP + action_regex(verbs, '"}')
+            pattern = JSON_TEXT + self.SEP + action_regex(verbs, '"}')
         ((sample,),) = self.lm.sample(
             [prompt],
-            Regex(regex),
+            regex(pattern),
             temperature=self.temperature,
             top_p=self.top_p,
             max_new_tokens=self.max_new_tokens,
             seed=seed,
             assistant_prefix=self.assets.prefix(thought=None),  # '{"thought": "'
         )
-        body = sample.text[: -len('"}')] if sample.finished else sample.text
+        body = field_text(sample.text, sample.finished, '"}')
         thought, sep, rest = body.partition(self.SEP)
         raw = rest if sep else None
         logp_action = None

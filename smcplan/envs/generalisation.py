@@ -44,7 +44,7 @@ Pure Python; imports only the adapters' name tables (no benchmark package, no JV
 from __future__ import annotations
 
 from smcplan.envs.base import unknown_choice
-from smcplan.envs.splits import ALFWORLD_TASK_TYPES, SCIENCEWORLD_VARIATIONS, SplitEntry
+from smcplan.envs.split_tables import ALFWORLD_TASK_TYPES, SCIENCEWORLD_VARIATIONS, SplitEntry
 
 __all__ = [
     "GENERALISATION_SPLITS",
