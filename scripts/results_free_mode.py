@@ -51,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-steps", type=int, default=8)
     parser.add_argument("--until", help="start no new round after this UTC time, HH:MM")
     parser.add_argument("--agents", default=",".join(AGENTS))
+    parser.add_argument("--envs", default=",".join(CELLS), help="a subset of the two envs")
     parser.add_argument("--out", default="runs")
     parser.add_argument("--report", action="store_true", help="write runs/report-free at the end")
     args = parser.parse_args(argv)
@@ -63,9 +64,14 @@ def main(argv: list[str] | None = None) -> int:
     lm = load_model()
     root = Path(args.out)
     agents = [a for a in args.agents.split(",") if a]
+    envs = [e for e in args.envs.split(",") if e]
+    unknown = sorted(set(envs) - set(CELLS))
+    if unknown:
+        parser.error(f"unknown env(s) {', '.join(unknown)}; known: {', '.join(CELLS)}")
     for k in range(1, args.episodes + 1):
         for agent in agents:
-            for env, (seeds, env_kwargs) in CELLS.items():
+            for env in envs:
+                seeds, env_kwargs = CELLS[env]
                 if past(args.until):
                     print(f"time budget reached in round {k}, before {agent} {env}", flush=True)
                     return report(args, root, agents)
