@@ -87,12 +87,7 @@ class _Run(NamedTuple):
 
 
 def validate_config(
-    num_particles: Any,
-    horizon: Any,
-    weighting: str,
-    lam: Any,
-    choice: str,
-    ess_threshold: Any,
+    num_particles: Any, horizon: Any, weighting: str, lam: Any, choice: str, ess_threshold: Any,
     resampling: str | Callable,
 ) -> Callable:
     """Check the planner's settings; return the resampling function.  Errors name the bad value
@@ -168,15 +163,8 @@ def _check_batch(batch: Any, n: int, what: str, t: int) -> None:
 
 
 def _increment(
-    weighting: str,
-    lam: float,
-    score: Score,
-    proposed: Any,
-    transition: Transition,
-    log_psi_prev: jax.Array,
-    n: int,
-    t: int,
-    names: dict[str, str],
+    weighting: str, lam: float, score: Score, proposed: Any, transition: Transition,
+    log_psi_prev: jax.Array, n: int, t: int, names: dict[str, str],
 ) -> tuple[jax.Array, jax.Array]:
     """log w_t of every particle and the new log psi (for the next step's denominator)."""
     if weighting == "nesyfs":
@@ -219,16 +207,8 @@ def _increment(
 
 
 def _run(
-    proposal: Proposal,
-    world_model: WorldModel,
-    twist: Twist,
-    particles: Batch,
-    key: jax.Array,
-    horizon: int,
-    weighting: str,
-    lam: float,
-    resample_fn: Callable,
-    ess_threshold: float,
+    proposal: Proposal, world_model: WorldModel, twist: Twist, particles: Batch, key: jax.Array,
+    horizon: int, weighting: str, lam: float, resample_fn: Callable, ess_threshold: float,
 ) -> _Run:
     n = batch_size(particles, "initial particles")
     names = {"proposal": _name(proposal), "world_model": _name(world_model), "twist": _name(twist)}
@@ -336,20 +316,10 @@ def _item(batch: Batch, j: int) -> Any:
 
 
 def tsmc(
-    particles: Batch,
-    key: jax.Array,
-    *,
-    proposal: Proposal,
-    world_model: WorldModel,
-    twist: Twist,
-    horizon: int,
-    weighting: str = "nesyfs",
-    lam: float = 1.0,
-    resampling: str | Callable = "systematic",
-    ess_threshold: float = 1.0,
-    choice: str = "sample",
-    jit: bool = False,
-    action_names: list[str] | None = None,
+    particles: Batch, key: jax.Array, *, proposal: Proposal, world_model: WorldModel, twist: Twist,
+    horizon: int, weighting: str = "nesyfs", lam: float = 1.0,
+    resampling: str | Callable = "systematic", ess_threshold: float = 1.0, choice: str = "sample",
+    jit: bool = False, action_names: list[str] | None = None,
 ) -> PlanResult:
     r"""Plan H steps ahead from N particles and choose a first action (module docstring: the math).
 
