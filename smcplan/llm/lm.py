@@ -226,16 +226,8 @@ class LanguageModel:
                 prompts, output_type, n, temperature, top_p, max_new_tokens, seed, assistant_prefix
             )
 
-    def _sample(
-        self,
-        prompts: Sequence[Prompt],
-        output_type: Any = None,
-        n: int = 1,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
-        max_new_tokens: int | None = None,
-        seed: int | None = None,
-        assistant_prefix: str | Sequence[str] = "",
+    def _sample(  # the parameters of sample(), in order
+        self, prompts, output_type, n, temperature, top_p, max_new_tokens, seed, assistant_prefix
     ) -> list[list[Sample]]:
         from transformers import DynamicCache
 
