@@ -24,8 +24,9 @@ import importlib.util
 from typing import Any
 
 from smcplan.agents.base import Agent, Step
+from smcplan.errors import UnknownNameError, check_options, keyword_names
 
-__all__ = ["Agent", "Step", "make", "AGENTS", "available"]
+__all__ = ["Agent", "Step", "make", "AGENTS", "available", "agent_options", "uses_model"]
 
 # name -> "module:factory"; each factory takes (lm=None, **config) and returns an Agent.
 AGENTS: dict[str, str] = {
@@ -67,15 +68,32 @@ def available() -> list[str]:
     return sorted(out)
 
 
+def agent_options(name: str) -> list[str]:
+    """The options ``make(name, ...)`` accepts (sorted, ``lm`` excluded), e.g. for ``--agent-arg``."""
+    if name not in AGENTS:
+        raise UnknownNameError(f"unknown agent {name!r}; known: {', '.join(sorted(AGENTS))}")
+    accepted = keyword_names(_factory(name))
+    return sorted((accepted or frozenset()) - {"lm"})
+
+
+def uses_model(name: str) -> bool:
+    """True iff the registered agent takes a language model (``lm``)."""
+    accepted = keyword_names(_factory(name))
+    return accepted is None or "lm" in accepted
+
+
 def make(name: str, lm: Any = None, **config: Any) -> Agent:
     """Build the agent registered under ``name`` (e.g. ``"random"``, ``"react"``, ``"nesyfs"``).
 
-    ``lm`` is the :class:`smcplan.llm.LanguageModel` of the LLM agents (ignored by ``random``);
-    ``config`` goes to the agent's constructor (see each agent class).
+    ``lm`` is the :class:`smcplan.llm.LanguageModel` of the LLM agents (ignored by agents that
+    take none, such as ``random``); ``config`` goes to the agent's constructor (see each agent
+    class).  An unknown name, or an option the agent does not take, raises
+    :class:`~smcplan.errors.UnknownNameError` (a ``ValueError``) listing the valid ones.
     """
-    if name not in AGENTS:
-        raise ValueError(f"unknown agent {name!r}; known: {', '.join(sorted(AGENTS))}")
+    if not isinstance(name, str) or name not in AGENTS:
+        raise UnknownNameError(f"unknown agent {name!r}; known: {', '.join(sorted(AGENTS))}")
     factory = _factory(name)
-    if lm is not None:
+    check_options(f"agent {name!r}", config, agent_options(name) + (["lm"] if uses_model(name) else []))
+    if lm is not None and uses_model(name):
         config["lm"] = lm
     return factory(**config)

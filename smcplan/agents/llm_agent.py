@@ -24,15 +24,22 @@ from smcplan.agents.beliefs import (
     KGBelief,
     SummaryBelief,
 )
-from smcplan.agents.context import Context, History, TokenCounter, history_budget
+from smcplan.agents.context import (
+    Context,
+    History,
+    TokenCounter,
+    history_budget,
+    model_window,
+)
 from smcplan.agents.extractors import Extractor
 from smcplan.agents.record import StepRecord, UsageMeter, clean_text
 from smcplan.agents.shortlist import DEFAULT_MAX_ACTIONS, shortlist_actions
+from smcplan.errors import SmcplanError
 
 __all__ = ["LLMAgent", "Decision", "Candidate", "Judgement", "Outcome", "AgentError"]
 
 
-class AgentError(RuntimeError):
+class AgentError(SmcplanError, RuntimeError):
     """An agent broke its contract (e.g. chose an action outside the admissible set)."""
 
 
@@ -213,6 +220,9 @@ class LLMAgent:
         self.counter = TokenCounter(lm)
         self.history = History(max_observation_chars)
         self.history_budget = history_budget(lm, history_tokens, reserve_tokens)
+        #: Tokens the whole context view may take (:meth:`Context.fit`): ``W - reserve_tokens``.
+        self.context_budget = max(1, model_window(lm) - int(reserve_tokens))
+        self._context_cuts: dict[str, list[int]] = {}
         if proposer is None:
             from smcplan.llm import ActionProposal
 
@@ -266,7 +276,10 @@ class LLMAgent:
         shown = self.shown_actions(admissible)
         if len(shown) < len(admissible):
             rec.extra["shortlist"] = [len(shown), len(admissible)]
+        self._context_cuts = {}
         decision = self.decide(observation, shown, self.last_info, rec)
+        if self._context_cuts:
+            rec.extra["context_truncated"] = dict(self._context_cuts)
         if decision.action not in admissible:
             raise AgentError(
                 f"{self.name} chose {decision.action!r}, which is not admissible; "
@@ -321,13 +334,21 @@ class LLMAgent:
         """Task, memory (history / KG facts / belief), notes and the current observation."""
         ctx = Context(self.task, observation, notes=[*self.notes(), *notes])
         self.belief.fill(ctx)
+        return self.fit(ctx)
+
+    def fit(self, ctx: Context) -> Context:
+        """``ctx`` cut to :attr:`context_budget` tokens; the cuts go to this step's record
+        (``extra["context_truncated"] = {section: [tokens before, after]}``)."""
+        for section, sizes in ctx.fit(self.context_budget, self.counter).items():
+            before = self._context_cuts.get(section, sizes)[0]
+            self._context_cuts[section] = [before, sizes[1]]
         return ctx
 
     def propose(
         self, ctx: Context, admissible: list[str], feedback: Sequence[str] = ()
     ) -> Candidate:
         """One admissible action from the proposal role, with ``feedback`` shown as notes."""
-        view = ctx.with_notes(feedback) if feedback else ctx
+        view = self.fit(ctx.with_notes(feedback)) if feedback else ctx
         (p,) = self.proposer(
             [self.task], [view.triplets], [view.for_proposal()], [admissible], seed=self.next_seed()
         )

@@ -49,11 +49,14 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 
-from smcplan.smc.validation import check_weights
+from smcplan.errors import UnknownNameError, check_int
+from smcplan.smc.validation import check_key, check_weights
 
 __all__ = ["multinomial", "systematic", "stratified", "residual", "SCHEMES", "register", "get", "offspring_counts"]
 
 Resampler = Callable[[jax.Array, jax.Array, int], jax.Array]
+#: Largest ``num_samples`` (indices are int32).
+MAX_SAMPLES = 2**31 - 2
 SCHEMES: dict[str, Resampler] = {}
 
 
@@ -72,7 +75,7 @@ def get(name_or_fn: str | Resampler) -> Resampler:
     if callable(name_or_fn):
         return name_or_fn
     if name_or_fn not in SCHEMES:
-        raise ValueError(f"unknown resampling scheme {name_or_fn!r}; known: {', '.join(sorted(SCHEMES))}")
+        raise UnknownNameError(f"unknown resampling scheme {name_or_fn!r}; known: {', '.join(sorted(SCHEMES))}")
     return SCHEMES[name_or_fn]
 
 
@@ -161,9 +164,9 @@ def _residual(key: jax.Array, weights: jax.Array, num_samples: int) -> jax.Array
 
 def _public(scheme: Resampler, name: str) -> Resampler:
     def resample(key: jax.Array, weights: jax.Array, num_samples: int) -> jax.Array:
-        check_weights(weights)
-        if num_samples < 1:
-            raise ValueError(f"num_samples must be >= 1; got {num_samples}")
+        key = check_key(key)
+        weights = check_weights(weights)
+        num_samples = check_int(num_samples, "num_samples", minimum=1, maximum=MAX_SAMPLES)
         return scheme(key, weights, num_samples)
 
     resample.__name__ = name
