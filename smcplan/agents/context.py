@@ -281,6 +281,8 @@ class Context:
             if over <= 0:
                 break
             before = _section_tokens(self, section, count)
+            if before == 0:
+                continue
             while over > 0 and _section_tokens(self, section, count) > 0:
                 _shrink(self, section, max(0, _section_tokens(self, section, count) - over), count)
                 over = count(self.situation()) - budget_tokens

@@ -6,8 +6,9 @@ least one token to generate) must satisfy ``p + c <= W``.  A row that does not i
 :class:`ContextOverflowError` *before any forward pass* (scoring 22k tokens on an 8k model used to
 take minutes and return a meaningless number), unless the caller asks for a truncation policy:
 
-* ``truncation="left"`` keeps the last ``W - c`` prompt tokens (the oldest are dropped; the chat
-  template's header goes first, so prefer cutting the content yourself when you can).
+* ``truncation="left"`` keeps the last ``W - c`` prompt tokens (for generation ``c`` is the token
+  limit of the answer, so a truncated prompt leaves room for all of it); the oldest are dropped,
+  the chat template's header first, so prefer cutting the content yourself when you can.
 
 Generation also stops at the window: ``max_new_tokens`` is lowered to ``W - p`` for a batch whose
 longest prompt has ``p`` tokens, and a sample cut there is reported as not ``finished`` (as when
@@ -25,6 +26,7 @@ from smcplan.errors import ArgumentTypeError, InvalidArgumentError, check_float,
 
 __all__ = [
     "TRUNCATIONS",
+    "MAX_ROWS",
     "ContextOverflowError",
     "window_of",
     "check_prompts",
@@ -68,9 +70,18 @@ def check_prompts(prompts: Any, name: str = "prompts") -> list[Any]:
     return out
 
 
-def check_sampling(n: Any, temperature: Any, top_p: Any, max_new_tokens: Any, seed: Any) -> tuple[int, float, float, int | None, int | None]:
+#: Most rows (prompts × n) one sampling call may decode at once.
+MAX_ROWS = 65536
+
+
+def check_sampling(n: Any, temperature: Any, top_p: Any, max_new_tokens: Any, seed: Any, num_prompts: int = 1) -> tuple[int, float, float, int | None, int | None]:
     """Validated ``(n, temperature, top_p, max_new_tokens, seed)`` of a sampling call."""
     n = check_int(n, "n", minimum=1)
+    if n * max(1, num_prompts) > MAX_ROWS:
+        raise InvalidArgumentError(
+            f"n = {n} samples for {num_prompts} prompts is {n * num_prompts:,} rows, more than one call decodes "
+            f"({MAX_ROWS:,}); split the call"
+        )
     temperature = check_float(temperature, "temperature", minimum=0.0)
     top_p = check_float(top_p, "top_p", minimum=0.0, maximum=1.0, min_inclusive=False)
     if max_new_tokens is not None:

@@ -221,7 +221,7 @@ class LanguageModel:
 
         prompts = check_prompts(prompts)
         n, temperature, top_p, max_new_tokens, seed = check_sampling(
-            n, temperature, top_p, max_new_tokens, seed
+            n, temperature, top_p, max_new_tokens, seed, len(prompts)
         )
         truncation = check_truncation(truncation)
         if not prompts:
@@ -238,8 +238,10 @@ class LanguageModel:
             raise InvalidArgumentError(f"got {len(prefixes)} assistant prefixes for {len(prompts)} prompts")
         # Each prompt is prefilled once; its KV cache is then repeated for its n samples.
         window = window_of(self.model)
+        # room after the prompt: one token (else refused), or the whole answer when truncating
+        need = 1 if truncation is None or window is None else min(limit, window - 1)
         unique = [
-            fit_prompt(self.encode_prompt(p, a), 1, window, truncation, i, self.name)
+            fit_prompt(self.encode_prompt(p, a), need, window, truncation, i, self.name)
             for i, (p, a) in enumerate(zip(prompts, prefixes, strict=True))
         ]
         if window is not None:  # generation stops at the window (module doc of llm.inputs)

@@ -29,37 +29,53 @@ def tiny():
     return tiny_model(seed=0)
 
 
-def output_types():
-    from outlines.types import Choice, Regex
-
-    return st.sampled_from([None, str, ["a", "b"], [], Choice([]), Choice(["yes", "no"]), Regex("[0-9]{1,3}"),
-                            Regex("("), 3, {"type": "object"}, {"nonsense": True}])
-
-
-prompts = st.one_of(
+bad_prompts = st.one_of(
+    st.sampled_from(["hi", None, [3], [[{"role": "user"}]], [b"x"], [["hi"]], 7]),
+    bad_scalar,
+)
+good_prompts = st.one_of(
     st.lists(st.text(max_size=20), min_size=0, max_size=2),
-    st.sampled_from([["hi"], "hi", None, [3], [[{"role": "user"}]], [[{"role": "user", "content": "hi"}]], [b"x"]]),
+    st.just([[{"role": "user", "content": "hi"}]]),
 )
 
 
 @FIXTURE_OK
-@given(p=prompts, out=output_types(), n=st.one_of(st.integers(1, 2), bad_scalar),
-       temperature=st.one_of(st.sampled_from([0.0, 0.7, 1.0]), bad_scalar),
-       max_new_tokens=st.one_of(st.none(), st.integers(1, 4), bad_scalar))
-def test_generate(tiny, p, out, n, temperature, max_new_tokens):
-    ok, res = call(tiny.sample, p, out, n=n, temperature=temperature, max_new_tokens=max_new_tokens, seed=0)
-    if ok:
-        for row in res:
-            for sample in row:
-                assert not math.isnan(sample.logq) and not math.isnan(sample.logp)
+@given(data=st.data(), which=st.sampled_from(["nothing", "prompts", "output_type", "n", "temperature", "max_new_tokens"]))
+def test_generate(tiny, data, which):
+    from outlines.types import Choice, Regex
+
+    good = {
+        "prompts": good_prompts,
+        "output_type": st.sampled_from([None, ["a", "b"], Choice(["yes", "no"]), Regex("[0-9]{1,3}")]),
+        "n": st.integers(1, 2),
+        "temperature": st.sampled_from([0.0, 0.7, 1.0]),
+        "max_new_tokens": st.sampled_from([None, 8]),
+    }
+    bad = {
+        "prompts": bad_prompts,
+        "output_type": st.one_of(st.sampled_from([[], Choice([]), Regex("("), 3, {"nonsense": True}]), bad_scalar),
+        "n": bad_scalar.filter(lambda x: not (type(x) is int and 1 <= x <= 10**6)),
+        "temperature": bad_scalar.filter(lambda x: not (type(x) in (int, float) and 0 <= x < 1e300)),
+        "max_new_tokens": bad_scalar.filter(lambda x: not (type(x) is int and 1 <= x <= 10**6)),
+    }
+    args = {k: data.draw(bad[k] if k == which else good[k], label=k) for k in good}
+    prompts = args.pop("prompts")
+    ok, res = call(tiny.sample, prompts, args.pop("output_type"), seed=0, **args)
+    if which != "nothing":
+        assert not ok, f"garbage {which} accepted"
+        return
+    assert ok and len(res) == len(prompts)
+    for row in res:
+        for sample in row:
+            assert not math.isnan(sample.logq) and not math.isnan(sample.logp)
 
 
 @FIXTURE_OK
-@given(p=prompts, c=st.one_of(st.lists(st.text(max_size=10), max_size=2), bad_scalar, st.just([None])))
+@given(p=st.one_of(good_prompts, bad_prompts), c=st.one_of(st.lists(st.text(max_size=10), max_size=2), bad_scalar, st.just([None])))
 def test_logprob(tiny, p, c):
     ok, res = call(tiny.logprob, p, c)
     if ok:
-        assert not np.isnan(np.asarray(res)).any()
+        assert res.shape == (len(p),) and not np.isnan(res).any()
 
 
 def test_named_bad_arguments(tiny):
@@ -89,3 +105,23 @@ def test_a_prompt_past_the_window_is_refused_unless_truncation_is_asked_for(tiny
     assert tiny.generate([long_prompt], ["x", "y"], truncation="left")[0] in ("x", "y")
     score = tiny.logprob([long_prompt], ["b"], truncation="left")
     assert np.isfinite(score).all()
+
+
+@pytest.mark.slow
+def test_a_9k_token_prompt_on_smollm2_is_refused_before_any_forward_pass():
+    from smcplan.llm import load_model
+    from smcplan.llm.inputs import ContextOverflowError
+
+    smol = load_model()
+    forwards: list[int] = []
+    hook = smol.model.register_forward_pre_hook(lambda *_: forwards.append(1))
+    prompt = " ".join(["apple"] * 9000)
+    try:
+        assert len(smol.encode_prompt(prompt)) > 9000
+        with pytest.raises(ContextOverflowError, match=r"context window of .* \(8192 tokens\)"):
+            smol.logprob([prompt], ["yes"])
+        with pytest.raises(ContextOverflowError, match="8192 tokens"):
+            smol.generate([prompt], ["yes", "no"])
+    finally:
+        hook.remove()
+    assert forwards == []
