@@ -19,12 +19,22 @@ Standard library only; any layer may import it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import signal
 import threading
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
-__all__ = ["SweepInterrupted", "stop_on_signals", "shielded", "stop_requested", "raise_if_stopped"]
+F = TypeVar("F", bound=Callable[..., Any])
+
+__all__ = [
+    "SweepInterrupted",
+    "stop_on_signals",
+    "stops_on_signals",
+    "shielded",
+    "stop_requested",
+    "raise_if_stopped",
+]
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -76,6 +86,17 @@ def stop_on_signals() -> Iterator[None]:
         for s, h in previous.items():
             signal.signal(s, h)
         _STATE.active -= 1
+
+
+def stops_on_signals(fn: F) -> F:
+    """Decorator: run ``fn`` inside :func:`stop_on_signals` (the eval runner's entry point)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with stop_on_signals():
+            return fn(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
 
 
 @contextlib.contextmanager

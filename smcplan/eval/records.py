@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from smcplan.errors import SmcplanError
-from smcplan.eval.metrics import RunMetrics
+from smcplan.eval.metrics import EpisodeStats, RunMetrics
 
 __all__ = [
     "STEP_SCHEMA",
@@ -46,6 +46,7 @@ __all__ = [
     "atomic_write_json",
     "read_json",
     "read_jsonl",
+    "read_summary",
     "RunFileError",
     "DamagedLinesWarning",
     "JsonlWriter",
@@ -223,6 +224,27 @@ def read_json(path: str | os.PathLike[str]) -> Any:
         raise RunFileError(
             f"{path}: damaged JSON ({exc}); delete the file (an episode summary: its episode re-runs on resume)"
         ) from exc
+
+
+def read_summary(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """An episode summary (``episodes/<id>.json``); one that is damaged or not a summary raises
+    :class:`RunFileError` naming the file and the fix (delete it: the episode re-runs)."""
+    summary = read_json(path)
+    problem = None
+    if not isinstance(summary, dict):
+        problem = f"a JSON {type(summary).__name__}, not an object"
+    elif not isinstance(summary.get("episode"), str) or not isinstance(summary.get("stats"), dict):
+        problem = "no 'episode' id or no 'stats' object"
+    else:
+        try:
+            EpisodeStats.from_dict(summary["stats"])
+        except (KeyError, TypeError) as exc:
+            problem = f"its stats lack {exc}"
+    if problem:
+        raise RunFileError(
+            f"{path}: not an episode summary ({problem}); delete it and re-run the sweep to redo its episode"
+        )
+    return summary
 
 
 def read_jsonl(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from smcplan.eval.metrics import EpisodeStats, Estimate, aggregate, group_metrics
-from smcplan.eval.records import Run, RunPaths, read_json
+from smcplan.eval.records import Run, RunPaths, read_json, read_summary
 
 __all__ = [
     "Run",
@@ -38,7 +38,7 @@ def load_run(path: str | os.PathLike[str], *, seed: int = 0, num_resamples: int 
         )
     config = read_json(paths.config)
     summaries = sorted(
-        (read_json(p) for p in paths.summaries()),
+        (read_summary(p) for p in paths.summaries()),
         key=lambda s: (s.get("index", 0), s.get("episode", "")),
     )
     stats = [EpisodeStats.from_dict(s["stats"]) for s in summaries]
