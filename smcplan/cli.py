@@ -18,6 +18,7 @@ import json
 import os
 import re
 import sys
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -349,6 +350,17 @@ def _cmd_list() -> int:
     return 0
 
 
+_default_showwarning = warnings.showwarning
+
+
+def _show_warning(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+    """Our own warnings (damaged run files) as one ``smcplan: warning: ...`` line."""
+    if category.__module__.startswith("smcplan"):
+        print(f"smcplan: warning: {message}", file=sys.stderr)
+    else:
+        _default_showwarning(message, category, *args, **kwargs)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``smcplan`` console script (``SMCPLAN_DEBUG=1``: full tracebacks)."""
     parser = build_parser()
@@ -357,11 +369,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # usage errors and --help: the status, not an exception
         return int(exc.code or 0)
     try:
-        if args.command == "eval":
-            return _cmd_eval(args)
-        if args.command == "report":
-            return _cmd_report(args)
-        return _cmd_list()
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            if args.command == "eval":
+                return _cmd_eval(args)
+            if args.command == "report":
+                return _cmd_report(args)
+            return _cmd_list()
     except KeyboardInterrupt as exc:  # SIGINT / SIGTERM (smcplan.interrupts.SweepInterrupted)
         code = getattr(exc, "exit_code", 130)
         what = exc.args[0] if exc.args else "stopped by SIGINT"

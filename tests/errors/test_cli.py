@@ -95,3 +95,15 @@ def test_a_huge_seed_range_is_capped_by_episodes_before_it_is_expanded(tmp_path,
     assert rc == 0
     config = json.loads((out / "config.json").read_text())
     assert config["config"]["seeds"] == [5, 6] and len(config["episodes"]) == 2
+
+
+@pytest.mark.parametrize("agent", ["random", "react", "nesyfs", "reflexion", "zeroshot", "rlaw", "rlvmr"])
+def test_an_unknown_agent_arg_lists_the_valid_keys_of_every_agent(tmp_path, capsys, agent):
+    from smcplan import agents
+
+    valid = agents.agent_options(agent)
+    assert valid and "lm" not in valid
+    rc = main(["eval", "--env", "toy:tiger", "--agent", agent, "--seeds", "0", "--agent-arg", "bogus=1",
+               "--out", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert rc == 2 and f"unknown option 'bogus' for agent '{agent}' (--agent-arg); valid: {', '.join(valid)}" in err

@@ -76,3 +76,31 @@ def test_unknown_make_options_list_the_valid_keys():
         envs.make("webshop", bogus=1)
     with pytest.raises(ValueError, match="unknown env 'twx:con'"):
         envs.make("twx:con")
+
+
+@pytest.mark.slow
+def test_textworld_express_rejects_bad_seeds_and_actions_and_says_when_closed():
+    env = envs.make("twx:coin")
+    try:
+        with pytest.raises(ArgumentTypeError, match=r"twx:coin: seed must be an integer; got 1\.5"):
+            env.reset(1.5)
+        with pytest.raises(ArgumentTypeError, match="seed must be an integer; got '10000'"):
+            env.reset("10000")
+        env.reset(10000)
+        with pytest.raises(ArgumentTypeError, match="action must be a str; got None"):
+            env.step(None)
+        assert env.step(env.admissible_actions()[0])[2] in (True, False)
+    finally:
+        env.close()
+    with pytest.raises(EnvClosedError, match="closed"):
+        env.step("look around")
+    with pytest.raises(EnvClosedError, match="closed"):
+        env.reset(10000)
+
+
+@pytest.mark.parametrize("name", ["twx:coin", "scienceworld:boil", "alfworld:pick_and_place", "webshop", "toy:tiger"])
+def test_every_env_family_lists_its_options(name):
+    options = envs.env_options(name)
+    assert "max_steps" in options and "bogus" not in options
+    with pytest.raises(UnknownNameError, match=rf"unknown option 'bogus' for env '{name}'; valid: .*max_steps"):
+        envs.make(name, bogus=1)
