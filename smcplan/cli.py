@@ -1,4 +1,4 @@
-"""The ``smcplan`` command line: ``eval`` (run a resumable sweep), ``report`` (compare runs), ``list``.
+"""The ``smcplan`` command line: ``eval`` (a resumable sweep), ``report`` (compare runs), ``list``.
 
 Examples::
 
@@ -64,7 +64,8 @@ def parse_seed_ranges(text: str) -> SeedRanges:
             ranges.append(range(int(part), int(part) + 1))
         else:
             raise argparse.ArgumentTypeError(
-                f"bad seed list {text!r}: use non-negative integers and inclusive ranges, e.g. 0,3,5-7"
+                f"bad seed list {text!r}: use non-negative integers and inclusive ranges, e.g. "
+                "0,3,5-7"
             )
     if not ranges:
         raise argparse.ArgumentTypeError(f"empty seed list {text!r}")
@@ -130,7 +131,8 @@ def parse_seeds(text: str) -> list[int]:
 
 
 def parse_kv(items: Sequence[str] | None) -> dict[str, Any]:
-    """``["n=8", "weighting=twisted", "flags=[1,2]"]`` -> dict; values parsed as JSON if they can."""
+    """``["n=8", "weighting=twisted", "flags=[1,2]"]`` -> dict; values parsed as JSON if they can.
+    """
     out: dict[str, Any] = {}
     for item in items or ():
         if "=" not in item:
@@ -305,7 +307,9 @@ def _check_eval_usage(
     from smcplan.errors import check_options
 
     if os.path.exists(out) and not os.path.isdir(out):
-        raise ValueError(f"--out {out!r} is an existing file; give a directory (new, or a run to resume)")
+        raise ValueError(
+            f"--out {out!r} is an existing file; give a directory (new, or a run to resume)"
+        )
     agents.spec(agent)
     if model not in (None, "none") and not agents.uses_model(agent):
         raise ValueError(f"agent {agent!r} takes no language model; drop --model {model}")

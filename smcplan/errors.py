@@ -67,7 +67,9 @@ def _show(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def check_int(value: Any, name: str, *, minimum: int | None = None, maximum: int | None = None) -> int:
+def check_int(
+    value: Any, name: str, *, minimum: int | None = None, maximum: int | None = None
+) -> int:
     """``value`` as a Python int, or an error naming ``name``, the value and the fix.
 
     Accepts ``int``, NumPy integers and 0-d integer arrays; rejects ``bool`` and floats (also
@@ -75,7 +77,10 @@ def check_int(value: Any, name: str, *, minimum: int | None = None, maximum: int
     """
     if isinstance(value, bool) or not hasattr(value, "__index__"):
         hint = f" such as {int(value)}" if isinstance(value, float) and math.isfinite(value) else ""
-        raise ArgumentTypeError(f"{name} must be an integer; got {_show(value)} ({type(value).__name__}); pass an int{hint}")
+        raise ArgumentTypeError(
+            f"{name} must be an integer; got {_show(value)} ({type(value).__name__}); pass an "
+            f"int{hint}"
+        )
     try:
         out = operator.index(value)
     except TypeError as exc:  # an array of size > 1 has __index__ but refuses it
@@ -103,7 +108,9 @@ def check_float(
     ``finite=True``) infinities.
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ArgumentTypeError(f"{name} must be a real number; got {_show(value)} ({type(value).__name__})")
+        raise ArgumentTypeError(
+            f"{name} must be a real number; got {_show(value)} ({type(value).__name__})"
+        )
     out = float(value)
     if math.isnan(out) or (finite and math.isinf(out)):
         raise InvalidArgumentError(f"{name} must be a finite number; got {out}")
@@ -137,7 +144,9 @@ def keyword_names(factory: Any) -> frozenset[str] | None:
         names = {
             p.name
             for p in sig.parameters.values()
-            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name != "self" and not p.name.startswith("_")
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+            and p.name != "self"
+            and not p.name.startswith("_")
         }
         return names, any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
 
@@ -168,6 +177,7 @@ def check_options(kind: str, given: Any, accepted: Any) -> None:
     unknown = sorted(set(given) - set(accepted))
     if unknown:
         raise UnknownNameError(
-            f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} for {kind}; "
+            f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} for "
+            f"{kind}; "
             f"valid: {', '.join(sorted(accepted)) or '(none)'}"
         )

@@ -19,9 +19,9 @@ says how to install them; ``import smcplan.envs`` starts no JVM and imports no b
 from __future__ import annotations
 
 import difflib
-import importlib
 from typing import Any
 
+from smcplan.envs.alfworld import TASK_TYPES as ALFWORLD_TASK_TYPES
 from smcplan.envs.base import (
     BackendTimeout,
     BaseTextEnv,
@@ -51,16 +51,6 @@ __all__ = [
     "TOY_DOMAINS",
 ]
 
-#: ALFWorld's six task types (the adapter in ``smcplan.envs.alfworld`` defines them too).
-ALFWORLD_TASK_TYPES = (
-    "pick_and_place",
-    "pick_clean_then_place",
-    "pick_heat_then_place",
-    "pick_cool_then_place",
-    "look_at_obj_in_light",
-    "pick_two_obj_and_place",
-)
-
 #: Toy POMDP domains with a text view (``smcplan.envs.toy``).
 TOY_DOMAINS = ("household", "tiger")
 
@@ -85,7 +75,9 @@ def _unknown_env(name: str) -> UnknownNameError:
 def _adapter(name: str) -> tuple[Any, tuple[Any, ...]]:
     """The constructor behind ``name`` and the positional arguments the registry gives it."""
     if not isinstance(name, str):
-        raise ArgumentTypeError(f"env name must be a str, got {type(name).__name__}; see smcplan.envs.env_names()")
+        raise ArgumentTypeError(
+            f"env name must be a str, got {type(name).__name__}; see smcplan.envs.env_names()"
+        )
     family, _, item = name.partition(":")
     if family == "twx" and item in TWX_GAMES:
         from smcplan.envs.textworld_express import TextWorldExpressEnv
@@ -96,7 +88,9 @@ def _adapter(name: str) -> tuple[Any, tuple[Any, ...]]:
 
         return ScienceWorldEnv, (item,)
     if family == "alfworld" and item in ALFWORLD_TASK_TYPES:
-        return _make_alfworld, (item,)
+        from smcplan.envs.alfworld import make as make_alfworld
+
+        return make_alfworld, (item,)
     if name == "webshop":
         from smcplan.envs.webshop import WebShopEnv
 
@@ -136,22 +130,3 @@ def make(name: str, **kwargs: Any) -> TextEnv:
     factory, args = _adapter(name)
     check_options(f"env {name!r}", kwargs, env_options(name))
     return factory(*args, **kwargs)
-
-
-def _make_alfworld(task_type: str, **kwargs: Any) -> TextEnv:
-    try:
-        module = importlib.import_module("smcplan.envs.alfworld")
-    except ModuleNotFoundError as exc:
-        if exc.name != "smcplan.envs.alfworld":
-            raise
-        raise MissingBenchmark(
-            f"alfworld:{task_type}: the ALFWorld adapter (smcplan.envs.alfworld) is not "
-            "available in this checkout"
-        ) from exc
-    known = tuple(getattr(module, "TASK_TYPES", ALFWORLD_TASK_TYPES))
-    if task_type not in known:
-        raise UnknownNameError(
-            f"unknown env 'alfworld:{task_type}'; known: "
-            + ", ".join(f"alfworld:{t}" for t in known)
-        )
-    return module.make(task_type, **kwargs)

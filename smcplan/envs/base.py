@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from smcplan.envs.grammar import action_verbs
 from smcplan.errors import (
     ArgumentTypeError,
     InvalidArgumentError,
@@ -90,7 +91,8 @@ class TextEnv(Protocol):
     * ``step(action)`` -> ``(observation, reward, done, info)``; ``info`` always holds
       ``score`` (normalised to [0, 1]), ``won`` (bool), ``invalid`` (bool: the backend
       rejected or did not understand the action) and ``admissible_actions`` (list[str]),
-      plus ``steps`` (actions taken since reset) and ``truncated`` (ended by the step limit).
+      plus ``steps`` (actions taken since reset) and ``truncated`` (ended by the step limit);
+      benchmarks with a command grammar add ``action_verbs`` (:mod:`smcplan.envs.grammar`).
       ``reward`` is the change of the normalised score, so rewards sum to the final score.
     * ``task``: the task description in natural language.
     * ``admissible_actions()``: the currently valid actions.
@@ -194,7 +196,10 @@ class BaseTextEnv:
     # -- helpers for subclasses -----------------------------------------------------------
     def _require_open(self) -> None:
         if getattr(self, "_closed_env", False):
-            raise EnvClosedError(f"{self.name}: the environment is closed; make a new one with smcplan.envs.make({self.name!r})")
+            raise EnvClosedError(
+                f"{self.name}: the environment is closed; make a new one with "
+                f"smcplan.envs.make({self.name!r})"
+            )
 
     def _require_started(self) -> None:
         self._require_open()
@@ -261,6 +266,9 @@ class BaseTextEnv:
             "steps": self._steps,
             "truncated": bool(truncated),
         }
+        verbs = action_verbs(self.name)
+        if verbs:
+            info["action_verbs"] = list(verbs)
         if extra:
             info.update(extra)
         return info
@@ -281,7 +289,8 @@ def _guard(method: str, fn: Any) -> Any:
         if seed is not None:
             seed = check_int(seed, f"{self.name}: seed")
             if seed < 0:
-                raise InvalidArgumentError(f"{self.name}: seed must be a non-negative int, got {seed}")
+                raise InvalidArgumentError(f"{self.name}: seed must be a non-negative int, got "
+                                           f"{seed}")
         return fn(self, seed)
 
     @functools.wraps(fn)

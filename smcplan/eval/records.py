@@ -222,7 +222,8 @@ def read_json(path: str | os.PathLike[str]) -> Any:
             return json.load(f)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise RunFileError(
-            f"{path}: damaged JSON ({exc}); delete the file (an episode summary: its episode re-runs on resume)"
+            f"{path}: damaged JSON ({exc}); delete the file (an episode summary: its episode "
+            "re-runs on resume)"
         ) from exc
 
 
@@ -242,7 +243,8 @@ def read_summary(path: str | os.PathLike[str]) -> dict[str, Any]:
             problem = f"its stats lack {exc}"
     if problem:
         raise RunFileError(
-            f"{path}: not an episode summary ({problem}); delete it and re-run the sweep to redo its episode"
+            f"{path}: not an episode summary ({problem}); delete it and re-run the sweep to redo "
+            "its episode"
         )
     return summary
 
@@ -270,16 +272,20 @@ def read_jsonl(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
                 continue
             yield record
     if skipped:
-        where = ", ".join(f"{path}:{n}" for n in skipped[:10]) + (", ..." if len(skipped) > 10 else "")
+        where = ", ".join(f"{path}:{n}" for n in skipped[:10]) + (
+            ", ..." if len(skipped) > 10 else ""
+        )
         warnings.warn(
-            f"skipped {len(skipped)} damaged line{'s' if len(skipped) > 1 else ''} (not a JSON object): {where}",
+            f"skipped {len(skipped)} damaged line{'s' if len(skipped) > 1 else ''} (not a JSON "
+            f"object): {where}",
             DamagedLinesWarning,
             stacklevel=2,
         )
 
 
 class JsonlWriter:
-    """Append JSON lines to ``<path>.partial``, flushed per line; ``commit()`` renames to ``path``."""
+    """Append JSON lines to ``<path>.partial``, flushed per line; ``commit()`` renames to ``path``.
+    """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)

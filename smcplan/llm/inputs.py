@@ -53,19 +53,28 @@ def check_prompts(prompts: Any, name: str = "prompts") -> list[Any]:
     """A list of prompts: each a ``str`` or a sequence of ``{"role": str, "content": str}``."""
     if isinstance(prompts, str | bytes) or not isinstance(prompts, Sequence):
         raise ArgumentTypeError(
-            f"{name} must be a list of prompts (one per row), not {type(prompts).__name__}; wrap one prompt in a list"
+            f"{name} must be a list of prompts (one per row), not {type(prompts).__name__}; wrap "
+            "one prompt in a list"
         )
     out = list(prompts)
     for i, p in enumerate(out):
         if isinstance(p, str):
             continue
-        if isinstance(p, Sequence) and not isinstance(p, bytes) and all(
-            isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str) for m in p
+        if (
+            isinstance(p, Sequence)
+            and not isinstance(p, bytes)
+            and all(
+                isinstance(m, dict)
+                and isinstance(m.get("role"), str)
+                and isinstance(m.get("content"), str)
+                for m in p
+            )
         ):
             continue
         shown = repr(p) if len(repr(p)) < 60 else repr(p)[:57] + "..."
         raise ArgumentTypeError(
-            f"{name}[{i}] must be a str or a list of {{'role': str, 'content': str}} chat messages; got {shown}"
+            f"{name}[{i}] must be a str or a list of {{'role': str, 'content': str}} chat "
+            f"messages; got {shown}"
         )
     return out
 
@@ -74,12 +83,15 @@ def check_prompts(prompts: Any, name: str = "prompts") -> list[Any]:
 MAX_ROWS = 65536
 
 
-def check_sampling(n: Any, temperature: Any, top_p: Any, max_new_tokens: Any, seed: Any, num_prompts: int = 1) -> tuple[int, float, float, int | None, int | None]:
+def check_sampling(
+    n: Any, temperature: Any, top_p: Any, max_new_tokens: Any, seed: Any, num_prompts: int = 1
+) -> tuple[int, float, float, int | None, int | None]:
     """Validated ``(n, temperature, top_p, max_new_tokens, seed)`` of a sampling call."""
     n = check_int(n, "n", minimum=1)
     if n * max(1, num_prompts) > MAX_ROWS:
         raise InvalidArgumentError(
-            f"n = {n} samples for {num_prompts} prompts is {n * num_prompts:,} rows, more than one call decodes "
+            f"n = {n} samples for {num_prompts} prompts is {n * num_prompts:,} rows, more than "
+            "one call decodes "
             f"({MAX_ROWS:,}); split the call"
         )
     temperature = check_float(temperature, "temperature", minimum=0.0)
@@ -97,7 +109,9 @@ def check_truncation(truncation: Any) -> str | None:
     return truncation
 
 
-def fit_prompt(ids: list[int], need: int, window: int | None, truncation: str | None, row: int, model: str) -> list[int]:
+def fit_prompt(
+    ids: list[int], need: int, window: int | None, truncation: str | None, row: int, model: str
+) -> list[int]:
     """``ids`` if ``len(ids) + need <= window``; else its last ``window - need`` tokens
     (``truncation="left"``) or :class:`ContextOverflowError` naming the sizes and the fix."""
     if window is None or len(ids) + need <= window:
@@ -108,9 +122,12 @@ def fit_prompt(ids: list[int], need: int, window: int | None, truncation: str | 
     what = f" + {need} to score" if need > 1 else " + 1 to generate"
     if truncation == "left":
         raise ContextOverflowError(
-            f"row {row}: the {need} tokens to score alone fill the context window of {model} ({window} tokens); shorten them"
+            f"row {row}: the {need} tokens to score alone fill the context window of {model} "
+            f"({window} tokens); shorten them"
         )
     raise ContextOverflowError(
-        f"row {row}: the prompt has {len(ids)} tokens{what}, more than the context window of {model} "
-        f"({window} tokens); shorten the prompt, or pass truncation='left' to drop its oldest tokens"
+        f"row {row}: the prompt has {len(ids)} tokens{what}, more than the context window of "
+        f"{model} "
+        f"({window} tokens); shorten the prompt, or pass truncation='left' to drop its oldest "
+        "tokens"
     )

@@ -162,7 +162,8 @@ class LanguageModel:
     # ------------------------------------------------------------------ sampling
     @contextlib.contextmanager
     def _threading(self) -> Iterator[None]:
-        """Run with ``self.threads`` intra-op CPU threads (restored afterwards); ``None`` = unchanged.
+        """Run with ``self.threads`` intra-op CPU threads (restored afterwards); ``None`` =
+        unchanged.
 
         Tiny models are dominated by per-op thread synchronisation: on a loaded 2-core machine a
         64x128 matmul took 3.6 ms with 2 threads and 0.07 ms with 1.
@@ -235,7 +236,9 @@ class LanguageModel:
             else list(assistant_prefix)
         )
         if len(prefixes) != len(prompts):
-            raise InvalidArgumentError(f"got {len(prefixes)} assistant prefixes for {len(prompts)} prompts")
+            raise InvalidArgumentError(
+                f"got {len(prefixes)} assistant prefixes for {len(prompts)} prompts"
+            )
         # Each prompt is prefilled once; its KV cache is then repeated for its n samples.
         window = window_of(self.model)
         # room after the prompt: one token (else refused), or the whole answer when truncating
@@ -324,7 +327,8 @@ class LanguageModel:
             text = self.tokenizer.decode(toks, skip_special_tokens=True)
             if spec.term is not None and spec.max_bytes is not None and not finished:
                 raise GenerationError(
-                    f"constrained output truncated at max_new_tokens={limit} (a valid answer may need "
+                    f"constrained output truncated at max_new_tokens={limit} (a valid answer may "
+                    "need "
                     f"{bound} tokens); partial text: {text[:200]!r}"
                 )
             try:
@@ -390,19 +394,23 @@ class LanguageModel:
                 "prompts and continuations must be lists (one entry per row), not strings"
             )
         prompts = check_prompts(prompts)
-        if not isinstance(continuations, Sequence) or not all(isinstance(c, str) for c in continuations):
+        if not isinstance(continuations, Sequence) or not all(
+            isinstance(c, str) for c in continuations
+        ):
             raise ArgumentTypeError("continuations must be a list of str (one per row)")
         max_batch_tokens = check_int(max_batch_tokens, "max_batch_tokens", minimum=1)
         truncation = check_truncation(truncation)
         if len(prompts) != len(continuations):
-            raise InvalidArgumentError(f"got {len(prompts)} prompts but {len(continuations)} continuations")
+            raise InvalidArgumentError(f"got {len(prompts)} prompts but {len(continuations)} "
+                                       "continuations")
         prefixes = (
             [assistant_prefix] * len(prompts)
             if isinstance(assistant_prefix, str)
             else list(assistant_prefix)
         )
         if len(prefixes) != len(prompts):
-            raise InvalidArgumentError(f"got {len(prefixes)} assistant prefixes for {len(prompts)} prompts")
+            raise InvalidArgumentError(f"got {len(prefixes)} assistant prefixes for "
+                                       f"{len(prompts)} prompts")
         if not prompts:
             return np.zeros(0)
         cache: dict[tuple[str, str], list[int]] = {}
@@ -431,7 +439,8 @@ class LanguageModel:
 
 
 def _top_p_filter(scores: torch.Tensor, top_p: float) -> torch.Tensor:
-    """Keep the smallest set of tokens whose probability mass reaches ``top_p`` (Holtzman et al. 2020)."""
+    """Keep the smallest set of tokens whose probability mass reaches ``top_p`` (Holtzman et al.
+    2020)."""
     sorted_scores, order = torch.sort(scores, descending=True, dim=-1)
     probs = torch.softmax(sorted_scores, dim=-1)
     before = probs.cumsum(-1) - probs  # mass strictly before each token

@@ -13,7 +13,8 @@ __all__ = ["Sample", "Usage"]
 
 @dataclass
 class Sample:
-    """One generated output: parsed ``value``, raw ``text``, ``logq``/``logp`` (see :mod:`smcplan.llm.lm`),
+    """One generated output: parsed ``value``, raw ``text``, ``logq``/``logp`` (see
+    :mod:`smcplan.llm.lm`),
     ``token_ids`` the generated tokens (end-of-sequence included when ``finished``).
 
     ``finished`` is False when generation stopped at ``max_new_tokens`` before end-of-sequence

@@ -108,7 +108,9 @@ def _from_json(data: dict[str, Any] | str, cls: type[S]) -> S:
         if t in kg._facts:
             raise ValueError(f"fact #{i} {t} appears twice")
         kg._seq += 1
-        kg._insert(t, Provenance(check_int(fact["step"], f"fact #{i} step", minimum=0), source, kg._seq))
+        kg._insert(
+            t, Provenance(check_int(fact["step"], f"fact #{i} step", minimum=0), source, kg._seq)
+        )
     kg.validate()
     return kg
 
@@ -128,7 +130,9 @@ def load_json(path: str | Path, cls: type[S]) -> S:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise KnowledgeGraphFormatError(f"{path}: not UTF-8 text ({exc}); expected a KnowledgeGraph.save file") from exc
+        raise KnowledgeGraphFormatError(
+            f"{path}: not UTF-8 text ({exc}); expected a KnowledgeGraph.save file"
+        ) from exc
     return from_json(text, cls, source=str(path))
 
 

@@ -31,7 +31,9 @@ class InvalidBeliefError(InvalidArgumentError):
     """A belief that is not a probability vector (wrong shape, NaN, negative, or sum not 1)."""
 
 
-def check_belief(belief: Any, num_states: int, name: str = "belief", model: str = "pomdp") -> np.ndarray:
+def check_belief(
+    belief: Any, num_states: int, name: str = "belief", model: str = "pomdp"
+) -> np.ndarray:
     """``belief`` as a float64 array of shape (S,), or :class:`InvalidBeliefError` naming the fix.
 
     The message names the sum and the first negative entries (index and value).
@@ -39,15 +41,26 @@ def check_belief(belief: Any, num_states: int, name: str = "belief", model: str 
     try:
         b = np.asarray(belief)
     except (ValueError, TypeError) as exc:
-        raise ArgumentTypeError(f"{name} must be an array of {num_states} probabilities; got {type(belief).__name__} ({exc})") from None
+        raise ArgumentTypeError(
+            f"{name} must be an array of {num_states} probabilities; got {type(belief).__name__} "
+            f"({exc})"
+        ) from None
     if b.dtype == object or b.dtype.kind not in "iuf":
-        raise ArgumentTypeError(f"{name} must be an array of {num_states} probabilities; got dtype {b.dtype} for {model}")
+        raise ArgumentTypeError(
+            f"{name} must be an array of {num_states} probabilities; got dtype {b.dtype} for "
+            f"{model}"
+        )
     b = b.astype(np.float64)
     if b.shape != (num_states,):
-        raise InvalidBeliefError(f"{name} must have shape (S,) = ({num_states},) for {model}; got {b.shape}")
+        raise InvalidBeliefError(
+            f"{name} must have shape (S,) = ({num_states},) for {model}; got {b.shape}"
+        )
     if not np.isfinite(b).all():
         bad = np.flatnonzero(~np.isfinite(b))[:5]
-        raise InvalidBeliefError(f"{name} has non-finite entries at states {bad.tolist()} ({b[bad].tolist()}); a belief must be a probability vector")
+        raise InvalidBeliefError(
+            f"{name} has non-finite entries at states {bad.tolist()} ({b[bad].tolist()}); a "
+            "belief must be a probability vector"
+        )
     total = float(b.sum())
     neg = np.flatnonzero(b < 0)
     if neg.size or abs(total - 1.0) > BELIEF_ATOL:
@@ -56,7 +69,8 @@ def check_belief(belief: Any, num_states: int, name: str = "belief", model: str 
             shown = ", ".join(f"[{i}] = {b[i]:.6g}" for i in neg[:5])
             parts.append(f"has {neg.size} negative entries ({shown})")
         raise InvalidBeliefError(
-            f"{name} must be a probability vector for {model}: it {' and '.join(parts)}; entries must be >= 0 and "
+            f"{name} must be a probability vector for {model}: it {' and '.join(parts)}; entries "
+            "must be >= 0 and "
             f"sum to 1 within {BELIEF_ATOL:g} (divide by the sum to normalise)"
         )
     return b
@@ -69,7 +83,10 @@ def check_sequence(values: Any, name: str) -> Any:
     except (ValueError, TypeError):  # ragged nesting
         ndim = 2
     if values is None or isinstance(values, str | bytes | int | float) or ndim == 0:
-        raise ArgumentTypeError(f"{name} must be a sequence (list or 1-D array) of names or indices; got {values!r}; wrap a single one in a list")
+        raise ArgumentTypeError(
+            f"{name} must be a sequence (list or 1-D array) of names or indices; got {values!r}; "
+            "wrap a single one in a list"
+        )
     if ndim > 1:
         raise InvalidArgumentError(f"{name} must be 1-D; got shape {np.shape(values)}")
     return values

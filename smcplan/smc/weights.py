@@ -88,4 +88,5 @@ class Weights:
         self.ess = 1.0 / jnp.sum(self.W**2)
 
     def __repr__(self) -> str:
-        return f"Weights(N={self.lw.shape[0]}, ess={float(self.ess):.3g}, log_z={float(self.log_z):.6g})"
+        n, ess, log_z = self.lw.shape[0], float(self.ess), float(self.log_z)
+        return f"Weights(N={n}, ess={ess:.3g}, log_z={log_z:.6g})"

@@ -50,13 +50,20 @@ def test_rendered_history_fits_the_budget_and_keeps_a_suffix_of_the_turns(n, bud
 
 def test_a_larger_budget_never_shows_fewer_turns():
     h = _history(10)
-    counts = [h.render(b, words).count("\n> ") + h.render(b, words).startswith("> ") for b in range(0, 90, 5)]
+    counts = [
+        h.render(b, words).count("\n> ") + h.render(b, words).startswith("> ")
+        for b in range(0, 90, 5)
+    ]
     assert counts == sorted(counts)
 
 
 def test_everything_fits_with_a_generous_budget():
     text = _history(2).render(10_000, words)
-    assert text == "(start)\nYou are in the kitchen.\n> act 0\nobservation number 0 here\n> act 1\nobservation number 1 here"
+    assert (
+        text
+        == "(start)\nYou are in the kitchen.\n> act 0\nobservation number 0 here\n> act 1\n"
+        "observation number 1 here"
+    )
 
 
 def test_long_observations_are_clipped_and_whitespace_collapsed():
@@ -72,7 +79,9 @@ def test_token_counter_uses_the_model_tokenizer_and_memoises(tiny_lm):
 
 
 def test_context_shapes_put_facts_in_the_situation_and_not_in_the_proposal_text():
-    ctx = Context("find the coin", "You see a table.", [("coin", "in", "box")], history="> look\nnothing")
+    ctx = Context(
+        "find the coin", "You see a table.", [("coin", "in", "box")], history="> look\nnothing"
+    )
     prop = ctx.for_proposal()
     assert "coin in box" not in prop and prop.endswith("Current observation:\nYou see a table.")
     assert "What happened so far:\n> look" in prop
@@ -91,7 +100,9 @@ def test_context_shapes_put_facts_in_the_situation_and_not_in_the_proposal_text(
     facts=st.integers(0, 8),
     history_words=st.integers(0, 100),
 )
-def test_fit_cuts_the_view_to_the_budget_and_reports_each_cut(budget, obs_words, notes, facts, history_words):
+def test_fit_cuts_the_view_to_the_budget_and_reports_each_cut(
+    budget, obs_words, notes, facts, history_words
+):
     ctx = Context(
         "take the key",
         " ".join(f"o{i}" for i in range(obs_words)),
@@ -99,7 +110,9 @@ def test_fit_cuts_the_view_to_the_budget_and_reports_each_cut(budget, obs_words,
         history=" ".join(f"h{i}" for i in range(history_words)),
         notes=[f"note {i} says something" for i in range(notes)],
     )
-    original = Context(ctx.task, ctx.observation, list(ctx.triplets), ctx.history, notes=list(ctx.notes))
+    original = Context(
+        ctx.task, ctx.observation, list(ctx.triplets), ctx.history, notes=list(ctx.notes)
+    )
     cuts = ctx.fit(budget, words)
     assert words(ctx.situation()) <= budget
     assert set(cuts) <= {"history", "notes", "triplets", "belief", "observation", "task"}

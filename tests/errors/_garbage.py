@@ -19,8 +19,34 @@ NAN, INF = float("nan"), float("inf")
 
 #: Scalars a caller might pass by mistake: NaN, inf, negatives, floats where ints are meant,
 #: bools, strings, None, containers, huge numbers.
-BAD_SCALARS = [NAN, INF, -INF, -1, -1.5, 0, 0.0, 2.5, 1.0, True, False, None, "3", "", b"1",
-               [], [1], {}, (), 10**12, -10**12, 2**64, 1e308, -1e308, 1e-320, object()]
+BAD_SCALARS = [
+    NAN,
+    INF,
+    -INF,
+    -1,
+    -1.5,
+    0,
+    0.0,
+    2.5,
+    1.0,
+    True,
+    False,
+    None,
+    "3",
+    "",
+    b"1",
+    [],
+    [1],
+    {},
+    (),
+    10**12,
+    -(10**12),
+    2**64,
+    1e308,
+    -1e308,
+    1e-320,
+    object(),
+]
 
 bad_scalar = st.one_of(
     st.sampled_from(BAD_SCALARS),
@@ -35,7 +61,9 @@ def count_arg(valid_max: int = 4) -> st.SearchStrategy[Any]:
     only test the machine's memory)."""
     return st.one_of(
         st.integers(1, valid_max),
-        bad_scalar.filter(lambda x: not (isinstance(x, int) and not isinstance(x, bool) and 0 < x < 10**6)),
+        bad_scalar.filter(
+            lambda x: not (isinstance(x, int) and not isinstance(x, bool) and 0 < x < 10**6)
+        ),
     )
 
 
@@ -53,11 +81,25 @@ def vectors(min_size: int = 0, max_size: int = 6) -> st.SearchStrategy[Any]:
         flist.map(lambda v: np.asarray(v, dtype=np.float64)),
         flist.map(lambda v: np.asarray(v, dtype=np.float32)),
         st.lists(st.integers(-3, 3), min_size=min_size, max_size=max_size),
-        st.lists(st.lists(float_entry, min_size=1, max_size=3), min_size=1, max_size=3),  # ragged / 2-D
+        st.lists(
+            st.lists(float_entry, min_size=1, max_size=3), min_size=1, max_size=3
+        ),  # ragged / 2-D
         st.lists(st.text(max_size=3), min_size=1, max_size=3),
         st.lists(st.booleans(), min_size=1, max_size=3),
-        st.sampled_from([None, 1.0, "abc", [], np.zeros((2, 2)), np.zeros(0), np.array([1 + 2j, 3]),
-                         np.array(["a", "b"]), {"a": 1}, [[1.0], [2.0, 3.0]]]),
+        st.sampled_from(
+            [
+                None,
+                1.0,
+                "abc",
+                [],
+                np.zeros((2, 2)),
+                np.zeros(0),
+                np.array([1 + 2j, 3]),
+                np.array(["a", "b"]),
+                {"a": 1},
+                [[1.0], [2.0, 3.0]],
+            ]
+        ),
     )
 
 

@@ -20,12 +20,30 @@ MODELS = ["none", "smollm2-135m", ""]
 
 @st.composite
 def eval_argv(draw, out):
-    argv = ["eval", "--env", draw(st.sampled_from(ENVS)), "--agent", draw(st.sampled_from(AGENTS)),
-            "--no-progress", "--out", out]
-    argv += ["--seeds", draw(st.sampled_from(SEEDS))] if draw(st.booleans()) else ["--split", draw(st.sampled_from(["dev", "nope"]))]
+    argv = [
+        "eval",
+        "--env",
+        draw(st.sampled_from(ENVS)),
+        "--agent",
+        draw(st.sampled_from(AGENTS)),
+        "--no-progress",
+        "--out",
+        out,
+    ]
+    argv += (
+        ["--seeds", draw(st.sampled_from(SEEDS))]
+        if draw(st.booleans())
+        else ["--split", draw(st.sampled_from(["dev", "nope"]))]
+    )
     argv += ["--max-steps", draw(st.sampled_from(["2", "3"] + INTS))]
     argv += ["--episodes", draw(st.sampled_from(["1"] + INTS))]
-    for flag, pool in (("--agent-arg", KVS), ("--env-arg", KVS), ("--model", MODELS), ("--seed", INTS), ("--trials", INTS)):
+    for flag, pool in (
+        ("--agent-arg", KVS),
+        ("--env-arg", KVS),
+        ("--model", MODELS),
+        ("--seed", INTS),
+        ("--trials", INTS),
+    ):
         if draw(st.integers(0, 3)) == 0:
             argv += [flag, draw(st.sampled_from(pool))]
     if draw(st.integers(0, 9)) == 0:
@@ -41,37 +59,76 @@ def _check(rc, capsys):
         assert len(lines) == 1 and lines[0].startswith("smcplan") and "error: " in lines[0], err
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(data=st.data())
 def test_eval_argument_lists(tmp_path, capsys, data):
     argv = data.draw(eval_argv(str(tmp_path / uuid.uuid4().hex)))
     _check(main(argv), capsys)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(runs=st.lists(st.sampled_from(["missing", "file", "empty"]), min_size=1, max_size=2),
-       resamples=st.sampled_from(["10"] + INTS), seed=st.sampled_from(INTS))
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    runs=st.lists(st.sampled_from(["missing", "file", "empty"]), min_size=1, max_size=2),
+    resamples=st.sampled_from(["10"] + INTS),
+    seed=st.sampled_from(INTS),
+)
 def test_report_argument_lists(tmp_path, capsys, runs, resamples, seed):
     (tmp_path / "file").write_text("x")
     (tmp_path / "empty").mkdir(exist_ok=True)
-    argv = ["report", *[str(tmp_path / r) for r in runs], "--resamples", resamples, "--seed", seed,
-            "--out", str(tmp_path / "rep"), "--no-plots", "--no-viewer"]
+    argv = [
+        "report",
+        *[str(tmp_path / r) for r in runs],
+        "--resamples",
+        resamples,
+        "--seed",
+        seed,
+        "--out",
+        str(tmp_path / "rep"),
+        "--no-plots",
+        "--no-viewer",
+    ]
     _check(main(argv), capsys)
 
 
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--env-arg", "bogus=1"], "unknown option 'bogus' for env 'toy:tiger' (--env-arg); valid: "),
+        (
+            ["--env-arg", "bogus=1"],
+            "unknown option 'bogus' for env 'toy:tiger' (--env-arg); valid: ",
+        ),
         (["--agent-arg", "x"], "argument --agent-arg: expected KEY=VALUE, got 'x'"),
-        (["--agent-arg", "bogus=1"], "unknown option 'bogus' for agent 'random' (--agent-arg); valid: seed"),
-        (["--model", "smollm2-135m"], "agent 'random' takes no language model; drop --model smollm2-135m"),
+        (
+            ["--agent-arg", "bogus=1"],
+            "unknown option 'bogus' for agent 'random' (--agent-arg); valid: seed",
+        ),
+        (
+            ["--model", "smollm2-135m"],
+            "agent 'random' takes no language model; drop --model smollm2-135m",
+        ),
         (["--episodes", "0"], "argument --episodes: expected a positive integer, got 0"),
     ],
 )
 def test_usage_errors_exit_2_with_one_line_and_write_nothing(tmp_path, capsys, argv, message):
     out = tmp_path / "run"
-    rc = main(["eval", "--env", "toy:tiger", "--agent", "random", "--seeds", "0", "--out", str(out), *argv])
+    rc = main(
+        [
+            "eval",
+            "--env",
+            "toy:tiger",
+            "--agent",
+            "random",
+            "--seeds",
+            "0",
+            "--out",
+            str(out),
+            *argv,
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and message in err
     assert not out.exists()
@@ -80,7 +137,10 @@ def test_usage_errors_exit_2_with_one_line_and_write_nothing(tmp_path, capsys, a
 def test_out_that_is_a_file_and_report_resamples_0(tmp_path, capsys):
     f = tmp_path / "f"
     f.write_text("x")
-    assert main(["eval", "--env", "toy:tiger", "--agent", "random", "--seeds", "0", "--out", str(f)]) == 2
+    assert (
+        main(["eval", "--env", "toy:tiger", "--agent", "random", "--seeds", "0", "--out", str(f)])
+        == 2
+    )
     assert "is an existing file" in capsys.readouterr().err
     assert main(["report", str(tmp_path), "--resamples", "0"]) == 2
     assert "--resamples: expected a positive integer, got 0" in capsys.readouterr().err
@@ -90,20 +150,55 @@ def test_a_huge_seed_range_is_capped_by_episodes_before_it_is_expanded(tmp_path,
     import json
 
     out = tmp_path / "run"
-    rc = main(["eval", "--env", "toy:tiger", "--agent", "random", "--seeds", "5-99999999999999",
-               "--episodes", "2", "--max-steps", "2", "--no-progress", "--out", str(out)])
+    rc = main(
+        [
+            "eval",
+            "--env",
+            "toy:tiger",
+            "--agent",
+            "random",
+            "--seeds",
+            "5-99999999999999",
+            "--episodes",
+            "2",
+            "--max-steps",
+            "2",
+            "--no-progress",
+            "--out",
+            str(out),
+        ]
+    )
     assert rc == 0
     config = json.loads((out / "config.json").read_text())
     assert config["config"]["seeds"] == [5, 6] and len(config["episodes"]) == 2
 
 
-@pytest.mark.parametrize("agent", ["random", "react", "nesyfs", "reflexion", "zeroshot", "rlaw", "rlvmr"])
+@pytest.mark.parametrize(
+    "agent", ["random", "react", "nesyfs", "reflexion", "zeroshot", "rlaw", "rlvmr"]
+)
 def test_an_unknown_agent_arg_lists_the_valid_keys_of_every_agent(tmp_path, capsys, agent):
     from smcplan import agents
 
     valid = agents.agent_options(agent)
     assert valid and "lm" not in valid
-    rc = main(["eval", "--env", "toy:tiger", "--agent", agent, "--seeds", "0", "--agent-arg", "bogus=1",
-               "--out", str(tmp_path / "run")])
+    rc = main(
+        [
+            "eval",
+            "--env",
+            "toy:tiger",
+            "--agent",
+            agent,
+            "--seeds",
+            "0",
+            "--agent-arg",
+            "bogus=1",
+            "--out",
+            str(tmp_path / "run"),
+        ]
+    )
     err = capsys.readouterr().err
-    assert rc == 2 and f"unknown option 'bogus' for agent '{agent}' (--agent-arg); valid: {', '.join(valid)}" in err
+    assert (
+        rc == 2
+        and f"unknown option 'bogus' for agent '{agent}' (--agent-arg); valid: {', '.join(valid)}"
+        in err
+    )

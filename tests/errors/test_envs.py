@@ -15,7 +15,9 @@ from ._garbage import bad_scalar, call
 
 HOUSEHOLD = envs.make("toy:household")
 seeds = st.one_of(st.integers(0, 50), st.none(), bad_scalar)
-actions = st.one_of(st.sampled_from(list(HOUSEHOLD.pomdp.action_names)), st.text(max_size=8), bad_scalar)
+actions = st.one_of(
+    st.sampled_from(list(HOUSEHOLD.pomdp.action_names)), st.text(max_size=8), bad_scalar
+)
 
 
 @settings(max_examples=60, deadline=None)
@@ -44,7 +46,9 @@ def test_step_and_reset_after_close_name_the_fix():
     env.reset(0)
     env.close()
     env.close()  # idempotent
-    with pytest.raises(EnvClosedError, match=r"closed; make a new one with smcplan.envs.make\('toy:tiger'\)"):
+    with pytest.raises(
+        EnvClosedError, match=r"closed; make a new one with smcplan.envs.make\('toy:tiger'\)"
+    ):
         env.step("listen")
     with pytest.raises(EnvClosedError, match="closed"):
         env.reset(0)
@@ -70,9 +74,14 @@ def test_step_result_is_a_4_tuple():
 
 
 def test_unknown_make_options_list_the_valid_keys():
-    with pytest.raises(UnknownNameError, match=r"unknown option 'bogus' for env 'toy:household'; valid: .*max_steps.*receptacles"):
+    with pytest.raises(
+        UnknownNameError,
+        match=r"unknown option 'bogus' for env 'toy:household'; valid: .*max_steps.*receptacles",
+    ):
         envs.make("toy:household", bogus=1)
-    with pytest.raises(UnknownNameError, match=r"unknown option 'bogus' for env 'webshop'; valid: .*human_goals"):
+    with pytest.raises(
+        UnknownNameError, match=r"unknown option 'bogus' for env 'webshop'; valid: .*human_goals"
+    ):
         envs.make("webshop", bogus=1)
     with pytest.raises(ValueError, match="unknown env 'twx:con'"):
         envs.make("twx:con")
@@ -98,9 +107,13 @@ def test_textworld_express_rejects_bad_seeds_and_actions_and_says_when_closed():
         env.reset(10000)
 
 
-@pytest.mark.parametrize("name", ["twx:coin", "scienceworld:boil", "alfworld:pick_and_place", "webshop", "toy:tiger"])
+@pytest.mark.parametrize(
+    "name", ["twx:coin", "scienceworld:boil", "alfworld:pick_and_place", "webshop", "toy:tiger"]
+)
 def test_every_env_family_lists_its_options(name):
     options = envs.env_options(name)
     assert "max_steps" in options and "bogus" not in options
-    with pytest.raises(UnknownNameError, match=rf"unknown option 'bogus' for env '{name}'; valid: .*max_steps"):
+    with pytest.raises(
+        UnknownNameError, match=rf"unknown option 'bogus' for env '{name}'; valid: .*max_steps"
+    ):
         envs.make(name, bogus=1)

@@ -18,8 +18,14 @@ from smcplan.cli import main
 from smcplan.eval.records import RunPaths, read_json, read_jsonl
 
 REPO = Path(__file__).resolve().parents[2]
-ENV = {**os.environ, "PYTHONPATH": str(REPO), "TORCH_COMPILE_DISABLE": "1", "HF_HUB_OFFLINE": "1",
-       "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+ENV = {
+    **os.environ,
+    "PYTHONPATH": str(REPO),
+    "TORCH_COMPILE_DISABLE": "1",
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+}
 
 
 def trajectories(out: Path) -> dict[str, list[tuple]]:
@@ -28,7 +34,10 @@ def trajectories(out: Path) -> dict[str, list[tuple]]:
     result = {}
     for p in paths.summaries():
         s = read_json(p)
-        steps = [(r["trial"], r["t"], r["action"], r["feedback"]) for r in read_jsonl(paths.steps(s["episode"]))]
+        steps = [
+            (r["trial"], r["t"], r["action"], r["feedback"])
+            for r in read_jsonl(paths.steps(s["episode"]))
+        ]
         result[s["episode"]] = (s["status"], s["won"], steps)
     return result
 
@@ -49,12 +58,19 @@ def _in_flight(paths: RunPaths) -> bool:
     return any(p.stat().st_size > 0 for p in paths.episodes.glob("*.partial"))
 
 
-def interrupt_mid_episode(args: list[str], out: Path, signum: int, *, expect_jvm: bool) -> tuple[int, str]:
+def interrupt_mid_episode(
+    args: list[str], out: Path, signum: int, *, expect_jvm: bool
+) -> tuple[int, str]:
     """Start ``smcplan eval args --out out`` in its own process group, signal the group (as a
     terminal's Ctrl-C does) while an episode is in flight; return (exit status, stderr)."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "smcplan.cli", "eval", *args, "--out", str(out)],
-        cwd=REPO, env=ENV, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        cwd=REPO,
+        env=ENV,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     paths = RunPaths(out)
     try:
@@ -72,8 +88,9 @@ def interrupt_mid_episode(args: list[str], out: Path, signum: int, *, expect_jvm
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     assert any("java" in name for _, name in children) == expect_jvm
-    assert _wait_for(lambda: not any(_alive(c) for c, _ in children), 15), \
+    assert _wait_for(lambda: not any(_alive(c) for c, _ in children), 15), (
         f"left running: {[(c.pid, name) for c, name in children if _alive(c)]}"
+    )
     return proc.returncode, err
 
 
@@ -99,8 +116,20 @@ def check_interrupted_run(out: Path, rc: int, err: str, expected_rc: int) -> dic
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_a_signal_stops_a_textworld_express_sweep_and_the_rerun_equals_an_uninterrupted_run(tmp_path, signum, code):
-    args = ["--env", "twx:coin", "--agent", "random", "--seeds", "10000-10029", "--max-steps", "40", "--no-progress"]
+def test_a_signal_stops_a_textworld_express_sweep_and_the_rerun_equals_an_uninterrupted_run(
+    tmp_path, signum, code
+):
+    args = [
+        "--env",
+        "twx:coin",
+        "--agent",
+        "random",
+        "--seeds",
+        "10000-10029",
+        "--max-steps",
+        "40",
+        "--no-progress",
+    ]
     rc, err = interrupt_mid_episode(args, tmp_path / "stopped", signum, expect_jvm=True)
     before = check_interrupted_run(tmp_path / "stopped", rc, err, code)
     assert len(before) < 30
@@ -115,8 +144,21 @@ def test_a_signal_stops_a_textworld_express_sweep_and_the_rerun_equals_an_uninte
 def test_ctrl_c_stops_a_toy_household_sweep_and_the_rerun_equals_an_uninterrupted_run(tmp_path):
     from smcplan.llm.testing import tiny_model_path
 
-    args = ["--env", "toy:household", "--agent", "react", "--model", str(tiny_model_path()),
-            "--agent-arg", "think=false", "--seeds", "0-2", "--max-steps", "8", "--no-progress"]
+    args = [
+        "--env",
+        "toy:household",
+        "--agent",
+        "react",
+        "--model",
+        str(tiny_model_path()),
+        "--agent-arg",
+        "think=false",
+        "--seeds",
+        "0-2",
+        "--max-steps",
+        "8",
+        "--no-progress",
+    ]
     rc, err = interrupt_mid_episode(args, tmp_path / "stopped", signal.SIGINT, expect_jvm=False)
     check_interrupted_run(tmp_path / "stopped", rc, err, 130)
     assert main(["eval", *args, "--out", str(tmp_path / "stopped")]) == 0

@@ -19,7 +19,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-FIXTURE_OK = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+FIXTURE_OK = settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 
 @pytest.fixture(scope="module")
@@ -40,22 +42,33 @@ good_prompts = st.one_of(
 
 
 @FIXTURE_OK
-@given(data=st.data(), which=st.sampled_from(["nothing", "prompts", "output_type", "n", "temperature", "max_new_tokens"]))
+@given(
+    data=st.data(),
+    which=st.sampled_from(
+        ["nothing", "prompts", "output_type", "n", "temperature", "max_new_tokens"]
+    ),
+)
 def test_generate(tiny, data, which):
     from outlines.types import Choice, Regex
 
     good = {
         "prompts": good_prompts,
-        "output_type": st.sampled_from([None, ["a", "b"], Choice(["yes", "no"]), Regex("[0-9]{1,3}")]),
+        "output_type": st.sampled_from(
+            [None, ["a", "b"], Choice(["yes", "no"]), Regex("[0-9]{1,3}")]
+        ),
         "n": st.integers(1, 2),
         "temperature": st.sampled_from([0.0, 0.7, 1.0]),
         "max_new_tokens": st.sampled_from([None, 8]),
     }
     bad = {
         "prompts": bad_prompts,
-        "output_type": st.one_of(st.sampled_from([[], Choice([]), Regex("("), 3, {"nonsense": True}]), bad_scalar),
+        "output_type": st.one_of(
+            st.sampled_from([[], Choice([]), Regex("("), 3, {"nonsense": True}]), bad_scalar
+        ),
         "n": bad_scalar.filter(lambda x: not (type(x) is int and 1 <= x <= 10**6)),
-        "temperature": bad_scalar.filter(lambda x: not (type(x) in (int, float) and 0 <= x < 1e300)),
+        "temperature": bad_scalar.filter(
+            lambda x: not (type(x) in (int, float) and 0 <= x < 1e300)
+        ),
         "max_new_tokens": bad_scalar.filter(lambda x: not (type(x) is int and 1 <= x <= 10**6)),
     }
     args = {k: data.draw(bad[k] if k == which else good[k], label=k) for k in good}
@@ -71,7 +84,10 @@ def test_generate(tiny, data, which):
 
 
 @FIXTURE_OK
-@given(p=st.one_of(good_prompts, bad_prompts), c=st.one_of(st.lists(st.text(max_size=10), max_size=2), bad_scalar, st.just([None])))
+@given(
+    p=st.one_of(good_prompts, bad_prompts),
+    c=st.one_of(st.lists(st.text(max_size=10), max_size=2), bad_scalar, st.just([None])),
+)
 def test_logprob(tiny, p, c):
     ok, res = call(tiny.logprob, p, c)
     if ok:
@@ -98,7 +114,11 @@ def test_a_prompt_past_the_window_is_refused_unless_truncation_is_asked_for(tiny
 
     window = window_of(tiny.model)
     long_prompt = "a " * (window + 50)
-    with pytest.raises(ContextOverflowError, match=rf"tokens \+ 1 to generate, more than the context window .*\({window} tokens\); .*truncation='left'"):
+    with pytest.raises(
+        ContextOverflowError,
+        match=rf"tokens \+ 1 to generate, more than the context window .*\({window} tokens\); "
+        r".*truncation='left'",
+    ):
         tiny.generate([long_prompt], ["x"])
     with pytest.raises(ContextOverflowError, match=r"\+ 2 to score"):
         tiny.logprob([long_prompt], ["b c"])

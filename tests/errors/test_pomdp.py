@@ -18,7 +18,9 @@ TIGER = domains.tiger()
 KEY = jax.random.key(0)
 
 beliefs = st.one_of(vectors(), st.sampled_from([[0.5, 0.5], [1.0, 0.0], [0.3, 0.7], None]))
-action_like = st.one_of(st.sampled_from([0, 1, 2, "listen", "open left door", np.int32(1)]), bad_scalar)
+action_like = st.one_of(
+    st.sampled_from([0, 1, 2, "listen", "open left door", np.int32(1)]), bad_scalar
+)
 observation_like = st.one_of(st.sampled_from([0, 1, "hear left", "hear right"]), bad_scalar)
 sequences = st.one_of(
     st.lists(action_like, max_size=3),
@@ -64,7 +66,12 @@ def test_particle_filter(n, ess, acts):
 
 
 @settings(max_examples=40, deadline=None)
-@given(h=st.one_of(st.integers(1, 3), bad_scalar.filter(lambda x: not (type(x) is int and 3 < x < 10**6))), b=beliefs)
+@given(
+    h=st.one_of(
+        st.integers(1, 3), bad_scalar.filter(lambda x: not (type(x) is int and 3 < x < 10**6))
+    ),
+    b=beliefs,
+)
 def test_solve_exact(h, b):
     ok, out = call(solve_exact, TIGER, b, h)
     if ok:
@@ -73,9 +80,13 @@ def test_solve_exact(h, b):
 
 
 def test_an_unnormalised_or_negative_belief_names_its_sum_and_negative_entries():
-    with pytest.raises(InvalidBeliefError, match=r"sums to 1 and has 1 negative entries \(\[1\] = -0\.5\)"):
+    with pytest.raises(
+        InvalidBeliefError, match=r"sums to 1 and has 1 negative entries \(\[1\] = -0\.5\)"
+    ):
         exact_update(TIGER, [1.5, -0.5], 0, 0)
-    with pytest.raises(InvalidBeliefError, match=r"belief0 must be a probability vector for tiger: it sums to 4"):
+    with pytest.raises(
+        InvalidBeliefError, match=r"belief0 must be a probability vector for tiger: it sums to 4"
+    ):
         exact_filter(TIGER, [0], [0], belief0=[3.0, 1.0])
     with pytest.raises(InvalidBeliefError, match="non-finite entries at states \\[0\\]"):
         exact_update(TIGER, [np.nan, 0.5], 0, 0)

@@ -32,8 +32,16 @@ def test_an_intact_file_gives_no_warning(tmp_path, recwarn):
     assert not [w for w in recwarn if issubclass(w.category, DamagedLinesWarning)]
 
 
-@pytest.mark.parametrize("content", [b'{"episode": "a", "stats": {', b"[1, 2]", b"\x00\xff", b'{"episode": "a"}',
-                                     b'{"episode": "a", "stats": {"env": "x"}}'])
+@pytest.mark.parametrize(
+    "content",
+    [
+        b'{"episode": "a", "stats": {',
+        b"[1, 2]",
+        b"\x00\xff",
+        b'{"episode": "a"}',
+        b'{"episode": "a", "stats": {"env": "x"}}',
+    ],
+)
 def test_a_damaged_summary_names_its_file(tmp_path, content):
     path = tmp_path / "a.json"
     path.write_bytes(content)
@@ -43,20 +51,56 @@ def test_a_damaged_summary_names_its_file(tmp_path, content):
 
 def test_report_on_a_run_with_a_damaged_summary_is_one_line_naming_it(tmp_path, capsys):
     out = tmp_path / "run"
-    assert main(["eval", "--env", "toy:tiger", "--agent", "random", "--seeds", "0-1", "--max-steps", "3",
-                 "--no-progress", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--env",
+                "toy:tiger",
+                "--agent",
+                "random",
+                "--seeds",
+                "0-1",
+                "--max-steps",
+                "3",
+                "--no-progress",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     summary = sorted((out / "episodes").glob("*.json"))[0]
     summary.write_text(json.dumps([1, 2]))
-    assert main(["report", str(out), "--out", str(tmp_path / "rep"), "--no-plots", "--no-viewer"]) == 2
+    assert (
+        main(["report", str(out), "--out", str(tmp_path / "rep"), "--no-plots", "--no-viewer"]) == 2
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and str(summary) in err[0] and "not an episode summary" in err[0]
 
 
 def test_report_warns_in_one_line_about_damaged_step_lines(tmp_path, capsys):
     out = tmp_path / "run"
-    assert main(["eval", "--env", "toy:tiger", "--agent", "random", "--seeds", "0", "--max-steps", "3",
-                 "--no-progress", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--env",
+                "toy:tiger",
+                "--agent",
+                "random",
+                "--seeds",
+                "0",
+                "--max-steps",
+                "3",
+                "--no-progress",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     steps = next((out / "episodes").glob("*.steps.jsonl"))
     steps.write_bytes(steps.read_bytes() + b'{"torn": \n')
     capsys.readouterr()

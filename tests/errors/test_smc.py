@@ -1,4 +1,5 @@
-"""Garbage into the SMC kernels: a valid result or an InvalidWeightsError/argument error, never NaN."""
+"""Garbage into the SMC kernels: a valid result or an InvalidWeightsError/argument error, never
+NaN."""
 
 from __future__ import annotations
 

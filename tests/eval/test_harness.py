@@ -198,7 +198,9 @@ def test_sigkill_mid_sweep_loses_no_finished_episode_and_rerun_completes(tmp_pat
     assert jvms, "no JVM found under the sweep"
     assert _wait_for(lambda: _group_gone(proc.pid), 10)
     # with its parent killed, the JVM's stdin closes and --die-on-broken-pipe ends it
-    assert _wait_for(lambda: not any(_running(j) for j in jvms), 15), "JVM outlived the killed sweep"
+    assert _wait_for(lambda: not any(_running(j) for j in jvms), 15), (
+        "JVM outlived the killed sweep"
+    )
 
     finished = {p.name: p.read_bytes() for p in paths.summaries()}
     assert 3 <= len(finished) < n, "the kill must land mid-sweep"
