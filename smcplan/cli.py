@@ -188,7 +188,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ev.add_argument("--quantization", choices=["nf4", "int8"], default=None)
     ev.add_argument(
-        "--seed", type=_non_negative_int, default=0,
+        "--seed",
+        type=_non_negative_int,
+        default=0,
         help="run seed (per-episode seeds derive from it)",
     )
     ev.add_argument(

@@ -156,8 +156,12 @@ class JavaProcess:
         try:
             # own session: Ctrl-C reaches Python only (smcplan.interrupts), not the JVM mid-call
             proc = subprocess.Popen(
-                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL, cwd=cwd, start_new_session=True,
+                command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                cwd=cwd,
+                start_new_session=True,
             )
         except FileNotFoundError as exc:
             raise EnvError(f"cannot start java ({java!r}); Java 17 is required") from exc

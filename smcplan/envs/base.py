@@ -289,8 +289,9 @@ def _guard(method: str, fn: Any) -> Any:
         if seed is not None:
             seed = check_int(seed, f"{self.name}: seed")
             if seed < 0:
-                raise InvalidArgumentError(f"{self.name}: seed must be a non-negative int, got "
-                                           f"{seed}")
+                raise InvalidArgumentError(
+                    f"{self.name}: seed must be a non-negative int, got {seed}"
+                )
         return fn(self, seed)
 
     @functools.wraps(fn)

@@ -143,8 +143,10 @@ def output_spec(output_type: Any) -> OutputSpec:
     if isinstance(output_type, Choice):
         items = [str(c) for c in output_type.items]
         if not items:
-            raise InvalidArgumentError("output_type Choice([]) has no options; give at least one "
-                                       "(e.g. the admissible actions)")
+            raise InvalidArgumentError(
+                "output_type Choice([]) has no options; give at least one "
+                "(e.g. the admissible actions)"
+            )
         bound = max(len(c.encode()) for c in items)
         return OutputSpec(output_type, _identity, bound, "choice:" + json.dumps(items))
     if typing.get_origin(output_type) is typing.Literal:

@@ -202,8 +202,15 @@ class LanguageModel:
         """
         with self._threading(), torch.inference_mode():
             return self._sample(
-                prompts, output_type, n, temperature, top_p, max_new_tokens, seed,
-                assistant_prefix, truncation,
+                prompts,
+                output_type,
+                n,
+                temperature,
+                top_p,
+                max_new_tokens,
+                seed,
+                assistant_prefix,
+                truncation,
             )
 
     def _sample(
@@ -361,7 +368,14 @@ class LanguageModel:
         Same arguments as :meth:`sample`, which also returns the log-densities.
         """
         out = self.sample(
-            prompts, output_type, n, temperature, top_p, max_new_tokens, seed, assistant_prefix,
+            prompts,
+            output_type,
+            n,
+            temperature,
+            top_p,
+            max_new_tokens,
+            seed,
+            assistant_prefix,
             truncation,
         )
         if n == 1:
@@ -401,16 +415,18 @@ class LanguageModel:
         max_batch_tokens = check_int(max_batch_tokens, "max_batch_tokens", minimum=1)
         truncation = check_truncation(truncation)
         if len(prompts) != len(continuations):
-            raise InvalidArgumentError(f"got {len(prompts)} prompts but {len(continuations)} "
-                                       "continuations")
+            raise InvalidArgumentError(
+                f"got {len(prompts)} prompts but {len(continuations)} continuations"
+            )
         prefixes = (
             [assistant_prefix] * len(prompts)
             if isinstance(assistant_prefix, str)
             else list(assistant_prefix)
         )
         if len(prefixes) != len(prompts):
-            raise InvalidArgumentError(f"got {len(prefixes)} assistant prefixes for "
-                                       f"{len(prompts)} prompts")
+            raise InvalidArgumentError(
+                f"got {len(prefixes)} assistant prefixes for {len(prompts)} prompts"
+            )
         if not prompts:
             return np.zeros(0)
         cache: dict[tuple[str, str], list[int]] = {}

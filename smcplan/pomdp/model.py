@@ -413,12 +413,15 @@ class DiscretePOMDP:
                     f"unknown {kind} {value!r} in {self.name}; known: {shown}"
                 ) from None
         if isinstance(value, bool) or not hasattr(value, "__index__") or np.ndim(value) != 0:
-            raise ArgumentTypeError(f"{kind} must be a name (str) or an integer index; got "
-                                    f"{value!r} ({type(value).__name__}) in {self.name}")
+            raise ArgumentTypeError(
+                f"{kind} must be a name (str) or an integer index; got "
+                f"{value!r} ({type(value).__name__}) in {self.name}"
+            )
         idx = int(value)
         if not 0 <= idx < len(names):
-            raise IndexOutOfRangeError(f"{kind} index {idx} out of range [0, {len(names)}) in "
-                                       f"{self.name}")
+            raise IndexOutOfRangeError(
+                f"{kind} index {idx} out of range [0, {len(names)}) in {self.name}"
+            )
         return idx
 
     def state_index(self, state: int | str) -> int:
@@ -442,8 +445,9 @@ class DiscretePOMDP:
             arr = np.asarray(values, dtype=np.int64).reshape(-1)
             if arr.size and (arr.min() < 0 or arr.max() >= limit):
                 bad = int(arr[(arr < 0) | (arr >= limit)][0])
-                raise IndexOutOfRangeError(f"{kind} index {bad} out of range [0, {limit}) in "
-                                           f"{self.name}")
+                raise IndexOutOfRangeError(
+                    f"{kind} index {bad} out of range [0, {limit}) in {self.name}"
+                )
             return arr.astype(np.int32)
         return np.asarray([self._lookup(kind, v) for v in values], dtype=np.int32)
 

@@ -305,8 +305,9 @@ def particle_filter(
             f"unknown resampling {resampling!r}; known: {', '.join(sorted(smc.resampling.SCHEMES))}"
         )
     if not isinstance(resampling, str) and not callable(resampling):
-        raise ArgumentTypeError("resampling must be a scheme name or a resampler function; got "
-                                f"{resampling!r}")
+        raise ArgumentTypeError(
+            f"resampling must be a scheme name or a resampler function; got {resampling!r}"
+        )
     key = check_key(key)
     if isinstance(model, DiscretePOMDP):
         acts = model.action_indices(actions)
@@ -314,17 +315,22 @@ def particle_filter(
         action_names, obs_names = model.action_names, model.observation_names
     elif isinstance(model, POMDPProgram):
         if proposal is not None:
-            raise InvalidArgumentError("a guided proposal needs T(s'|s,a) pointwise: compile the "
-                                       "program first (compile_program)")
+            raise InvalidArgumentError(
+                "a guided proposal needs T(s'|s,a) pointwise: compile the "
+                "program first (compile_program)"
+            )
         acts = _program_indices(model, actions, "action")
         obs = _program_indices(model, observations, "observation")
         action_names, obs_names = tuple(model.action_names), tuple(model.observation_names)
     else:
-        raise ArgumentTypeError("model must be a DiscretePOMDP or a POMDPProgram; got "
-                                f"{type(model).__name__}")
+        raise ArgumentTypeError(
+            f"model must be a DiscretePOMDP or a POMDPProgram; got {type(model).__name__}"
+        )
     if acts.shape != obs.shape:
-        raise InvalidArgumentError(f"{acts.shape[0]} actions but {obs.shape[0]} observations; "
-                                   "need one observation per action")
+        raise InvalidArgumentError(
+            f"{acts.shape[0]} actions but {obs.shape[0]} observations; "
+            "need one observation per action"
+        )
 
     if isinstance(model, DiscretePOMDP):
         out = _filter_arrays(

@@ -116,9 +116,11 @@ def check_weights(weights: Any) -> jax.Array:
             return w
     host = np.asarray(w)
     if np.isnan(host).any():
-        raise InvalidWeightsError("weights contain NaN at indices "
-                                  f"{np.flatnonzero(np.isnan(host))[:5].tolist()}; every weight "
-                                  "must be a finite number >= 0")
+        raise InvalidWeightsError(
+            "weights contain NaN at indices "
+            f"{np.flatnonzero(np.isnan(host))[:5].tolist()}; every weight "
+            "must be a finite number >= 0"
+        )
     if np.isinf(host).any():
         bad = np.flatnonzero(np.isinf(host))[:5]
         given = (
@@ -171,9 +173,11 @@ def check_log_weights(
             return lw
     host = np.asarray(lw)
     if np.isnan(host).any():
-        raise InvalidWeightsError(f"{what} contain NaN at indices "
-                                  f"{np.flatnonzero(np.isnan(host))[:5].tolist()}; pass finite "
-                                  "values or -inf for a dead particle")
+        raise InvalidWeightsError(
+            f"{what} contain NaN at indices "
+            f"{np.flatnonzero(np.isnan(host))[:5].tolist()}; pass finite "
+            "values or -inf for a dead particle"
+        )
     if np.isposinf(host).any():
         raise InvalidWeightsError(
             f"{what} contain +inf in {host.dtype} at indices "
@@ -181,8 +185,9 @@ def check_log_weights(
             "pass finite values (subtract their maximum first)"
         )
     if np.isneginf(host).all() and not allow_all_dead:
-        raise InvalidWeightsError(f"all {what} are -inf: no particle survives; at least one must "
-                                  "be finite")
+        raise InvalidWeightsError(
+            f"all {what} are -inf: no particle survives; at least one must be finite"
+        )
     return lw
 
 
@@ -197,8 +202,10 @@ def check_key(key: Any, name: str = "key") -> jax.Array:
         if key.dtype == jnp.uint32 and key.ndim == 1 and key.shape[0] in (2, 4):
             return key
     shown = repr(key) if len(repr(key)) < 60 else repr(key)[:57] + "..."
-    raise ArgumentTypeError(f"{name} must be one jax.random key; got {shown}; make one with "
-                            "jax.random.key(seed) or jax.random.PRNGKey(seed)")
+    raise ArgumentTypeError(
+        f"{name} must be one jax.random key; got {shown}; make one with "
+        "jax.random.key(seed) or jax.random.PRNGKey(seed)"
+    )
 
 
 def checkify_weights(weights: jax.Array) -> None:

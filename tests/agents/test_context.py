@@ -120,7 +120,7 @@ def test_fit_cuts_the_view_to_the_budget_and_reports_each_cut(
         assert now < was
     assert original.history.endswith(ctx.history)  # the newest part of the history is kept
     assert original.observation.startswith(ctx.observation)  # the observation keeps its start
-    assert ctx.notes == original.notes[len(original.notes) - len(ctx.notes):]  # newest notes kept
+    assert ctx.notes == original.notes[len(original.notes) - len(ctx.notes) :]  # newest notes kept
     assert ctx.triplets == original.triplets[: len(ctx.triplets)]  # most relevant facts kept
     if "observation" in cuts:  # history, notes and facts went first
         assert ctx.history == "" and ctx.notes == [] and ctx.triplets == []
