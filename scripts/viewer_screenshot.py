@@ -32,7 +32,7 @@ from tests.eval.planner_run import planner_run  # noqa: E402
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(REPO / "docs/img/viewer_slow_thinking.png"))
-    ap.add_argument("--run-dir", default=str(REPO / "runs/viewer-screenshot"))
+    ap.add_argument("--run-dir", default="runs/viewer-screenshot", help="relative to the repo")
     ap.add_argument("--model", default=None, help="smcplan.llm.load_model name (default SmolLM2)")
     ap.add_argument("--env", default="twx:coin")
     ap.add_argument("--seed", type=int, default=10000)
@@ -44,6 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from smcplan.llm import load_model
 
+    os.chdir(REPO)  # the viewer shows the run's path as given: keep it relative
     run_dir = Path(args.run_dir)
     shutil.rmtree(run_dir, ignore_errors=True)
     planner_run(run_dir, load_model(args.model), env=args.env, seed=args.seed,

@@ -77,6 +77,18 @@ def test_plan_view_of_a_trace_keeps_ancestry_weights_and_bounded_texts():
     assert lineage([s["anc"] for s in v["steps"]], 2, 0) == [2, 0]
 
 
+def test_a_summarised_trace_marks_parents_it_cut_off():
+    S = Strings()
+    steps = [
+        {"t": 1, "actions": ["a", "b"], "log_weights": [-0.7, -0.7], "ancestors": [0, 1]},
+        {"t": 2, "actions": ["c", "d"], "log_weights": [-0.7, -0.7], "ancestors": [1, 7]},
+    ]  # the first 2 of 8 particles kept: particle 1's parent (7) is not in the trace
+    v = plan_view({"trace": {"steps": steps, "chosen_index": 5, "truncated": True}}, S.ref)
+    assert v["truncated"] and v["chosen"] is None and v["steps"][1]["anc"] == [1, -1]
+    assert lineage([s["anc"] for s in v["steps"]], 2, 1) == [1]
+    assert lineage([s["anc"] for s in v["steps"]], 2, 0) == [1, 0]
+
+
 def test_plan_view_of_a_real_planner_result_with_arrays_only():
     """Older records: ``PlanResult.to_dict(arrays=True)`` of the real toy planner."""
     from smcplan import plan

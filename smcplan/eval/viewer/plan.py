@@ -62,10 +62,14 @@ def _ess(w: Sequence[float]) -> float | None:
 
 def lineage(ancestors: Sequence[Sequence[int]], t: int, i: int) -> list[int]:
     """Indices of particle ``i`` of step ``t`` (1-based) and its ancestors at steps ``t-1..1``,
-    returned oldest first: ``[i_1, ..., i_t]`` with ``i_{s-1} = ancestors[s-1][i_s]``."""
+    returned oldest first: ``[i_1, ..., i_t]`` with ``i_{s-1} = ancestors[s-1][i_s]`` (shorter
+    when a parent was cut off a summarised trace, index -1)."""
     path = [int(i)]
     for s in range(t, 1, -1):
-        path.append(int(ancestors[s - 1][path[-1]]))
+        parent = int(ancestors[s - 1][path[-1]])
+        if parent < 0:
+            break
+        path.append(parent)
     return path[::-1]
 
 
@@ -73,13 +77,15 @@ def _steps_from_trace(trace: dict[str, Any], ref: Callable[[Any, int], int]) -> 
     raw = trace.get("steps")
     if not isinstance(raw, list) or not raw:
         return None
-    steps = []
+    steps: list[dict] = []
     for k, st in enumerate(raw):
         if not isinstance(st, dict) or not isinstance(st.get("actions"), list):
             return None
         n = len(st["actions"])
+        n_prev = len(steps[-1]["a"]) if steps else n
         anc = st.get("ancestors")
         anc = [int(a) for a in anc] if isinstance(anc, list) and len(anc) == n else list(range(n))
+        anc = [a if 0 <= a < n_prev else -1 for a in anc]  # -1: a parent the trace cut off
         log_w = _vector(st.get("log_weights"), n, 3)
         w = _vector(st.get("weights"), n, 4)
         if w is None or any(v is None for v in w):
@@ -165,6 +171,7 @@ def plan_view(plan: Any, ref: Callable[[Any, int], int]) -> dict[str, Any] | Non
         "twist": plan.get("twist"),
         "degenerate": plan.get("degenerate"),
         "tie_break": plan.get("tie_break"),
+        "decided_by": plan.get("decided_by"),
         "log_Z": _num(plan.get("log_Z"), 3),
         "mass": [[ref(a, 200), m] for a, m in ranked[:MASS_TOP]]
         + ([[None, other]] if other else []),

@@ -20,6 +20,7 @@ window.smcplanGenealogy = function (plan, step, h) {
   if (plan.world_model) meta.appendChild(chip('world model ' + plan.world_model + (plan.oracle ? ' (oracle)' : ''), plan.oracle ? 'cfg oracle' : 'cfg'));
   add('twist', plan.twist);
   add('choice', plan.choice);
+  add('decided by', plan.decided_by);
   add('log Ẑ', plan.log_Z === null ? null : fmt(plan.log_Z, 3));
   box.appendChild(meta);
   const notes = [];
@@ -37,7 +38,9 @@ window.smcplanGenealogy = function (plan, step, h) {
   // ---------------------------------------------------------------- weights, lineages
   const W = steps.map((s) => s.w || s.a.map(() => 1 / N));
   const parentOf = (t, i) => steps[t - 1].anc[i]; // t is 1-based, t >= 2
-  function lineageOf(t, i) { const p = [i]; for (let u = t; u > 1; u--) p.unshift(parentOf(u, p[0])); return p; }
+  // oldest first, ending at (t, i); starts later when a parent was cut off the trace (-1)
+  function lineageOf(t, i) { const p = [i]; for (let u = t; u > 1 && parentOf(u, p[0]) >= 0; u--) p.unshift(parentOf(u, p[0])); return p; }
+  const stepOf = (line, t) => t - line.length + 1; // the 1-based step of line[0]
   const chosenLine = H && plan.chosen !== null ? lineageOf(H, plan.chosen) : null;
 
   function describe(t, i) {
@@ -51,9 +54,10 @@ window.smcplanGenealogy = function (plan, step, h) {
     if (s.psi) dp.push('log ψ = ' + (s.psi[i] === null ? '−∞' : fmt(s.psi[i], 3)));
     if (dp.length) rows.push(el('div', { text: dp.join(' · ') }));
     const ol = el('ol', { class: 'imagined' });
-    line.forEach((j, u) => {
-      const st = steps[u];
-      ol.appendChild(el('li', { class: u === t - 1 ? 'cur' : '' }, el('b', { text: str(st.a[j]) }),
+    const t0 = stepOf(line, t);
+    line.forEach((j, k) => {
+      const u = t0 - 1 + k, st = steps[u];
+      ol.appendChild(el('li', { class: u === t - 1 ? 'cur' : '', value: u + 1 }, el('b', { text: str(st.a[j]) }),
         st.o ? el('span', { text: ' → ' + str(st.o[j]) }) : null));
     });
     rows.push(el('div', { class: 'muted', text: 'imagined from now:' }), ol);
@@ -79,7 +83,7 @@ window.smcplanGenealogy = function (plan, step, h) {
   // ---------------------------------------------------------------- the drawing
   if (H) {
     const labels = N <= 16;
-    const colW = labels ? 190 : 64, rowH = N <= 6 ? 40 : N <= 12 ? 28 : N <= 24 ? 18 : N <= 40 ? 12 : 8;
+    const colW = labels ? 190 : 78, rowH = N <= 6 ? 40 : N <= 12 ? 28 : N <= 24 ? 18 : N <= 40 ? 12 : 8;
     const rmax = Math.min(rowH * 0.42, 13), top = 46, x0 = 26, left = 78;
     const width = left + (H - 1) * colW + (labels ? 180 : 30), height = top + N * rowH + 8;
     const X = (t) => left + (t - 1) * colW, Y = (i) => top + rowH / 2 + i * rowH;
@@ -100,12 +104,13 @@ window.smcplanGenealogy = function (plan, step, h) {
         const bw = labels ? 80 : 48, bx = labels ? x : x - bw / 2;
         svg.appendChild(sv('rect', { class: 'essbg', x: bx, y: top - 22, width: bw, height: 5, rx: 2 }));
         svg.appendChild(sv('rect', { class: 'ess', x: bx, y: top - 22, width: bw * Math.min(1, s.ess / N), height: 5, rx: 2 }));
-        svg.appendChild(sv('text', { class: 'esslabel', x: labels ? bx + bw + 5 : x, y: labels ? top - 16 : top - 8, 'text-anchor': labels ? 'start' : 'middle' }, `ESS ${fmt(s.ess, 1)}/${N}`));
+        svg.appendChild(sv('text', { class: 'esslabel', x: labels ? bx + bw + 5 : x, y: labels ? top - 16 : top - 8, 'text-anchor': labels ? 'start' : 'middle' }, labels ? `ESS ${fmt(s.ess, 1)}/${N}` : `ESS ${fmt(s.ess, 1)}`));
       }
       for (let i = 0; i < N; i++) {
         const y = Y(i);
         let e;
         if (t === 1) e = sv('path', { class: 'rootedge', d: curve(x0 + 7, rootY, x - rmax, y) });
+        else if (s.anc[i] < 0) e = sv('path', { class: 'edge cut', d: `M${x - colW / 3},${y} H${x - rmax}` }); // parent cut off
         else e = sv('path', { class: 'edge', d: curve(X(t - 1), Y(s.anc[i]), x, y, labels ? colW - 56 : 0), 'data-edge-step': t, 'data-from': s.anc[i], 'data-to': i });
         gEdges.appendChild(e);
         edges[t + ':' + i] = e;
@@ -122,9 +127,10 @@ window.smcplanGenealogy = function (plan, step, h) {
     });
     svg.appendChild(gEdges);
     svg.appendChild(gNodes);
-    if (chosenLine) chosenLine.forEach((i, k) => { nodes[(k + 1) + ':' + i].classList.add('chosen'); edges[(k + 1) + ':' + i].classList.add('chosen'); });
+    const paint = (line, t, cls, on) => { const t0 = stepOf(line, t); line.forEach((j, k) => { nodes[(t0 + k) + ':' + j].classList.toggle(cls, on); edges[(t0 + k) + ':' + j].classList.toggle(cls, on); }); };
+    if (chosenLine) paint(chosenLine, H, 'chosen', true);
     let pinned = null;
-    const mark = (t, i, on) => lineageOf(t, i).forEach((j, k) => { nodes[(k + 1) + ':' + j].classList.toggle('hl', on); edges[(k + 1) + ':' + j].classList.toggle('hl', on); });
+    const mark = (t, i, on) => paint(lineageOf(t, i), t, 'hl', on);
     const show = (t, i) => { info.innerHTML = ''; describe(t, i).forEach((r) => info.appendChild(r)); };
     Object.values(nodes).forEach((c) => {
       const t = +c.getAttribute('data-step'), i = +c.getAttribute('data-particle');
