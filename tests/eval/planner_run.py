@@ -5,8 +5,10 @@ agent on the real ``toy:household`` environment and the tiny random-weight model
 (:func:`smcplan.llm.testing.tiny_model`). Only the reflection is a test double: it says No to
 the first ``K`` proposals of the episode (so step 0 runs slow thinking once) and Yes afterwards.
 
-The planner is the real text planner (:func:`smcplan.plan`, the slow thinker's roles on the same
-model) with its twist wrapped by :class:`RecordingTwist`, which sees exactly what the planner
+When NeSyFS's slow thinking records the trace itself (``PlanResult.trace``, issue 12) its own
+planner runs and the record is used as written. Before that, the planner is the real text planner
+(:func:`smcplan.plan`, the slow thinker's roles on the same model) with its twist wrapped by
+:class:`RecordingTwist`, which sees exactly what the planner
 sees at each step :math:`t`: the particles' proposed actions :math:`a^i_t`, imagined observations
 :math:`o^i_t` and the twist's :math:`\delta^i_t`, :math:`\log\psi^i_t`. :func:`trace_of` turns that
 and the :class:`~smcplan.planning.PlanResult` (ancestry, resampling flags, ESS, final log-weights)
@@ -17,7 +19,8 @@ rule
           \quad(\log W^{t-1} = -\log N \text{ after resampling}),
 
 and checks them against the planner's own final log-weights and ESS: the trace is the planner's,
-not a reconstruction that could drift from it.
+not a reconstruction that could drift from it. Either way :func:`check_trace` verifies the
+recorded trace against that recurrence.
 """
 
 from __future__ import annotations
@@ -30,8 +33,11 @@ from typing import Any
 import numpy as np
 
 from smcplan.llm import Verdict
+from smcplan.planning import PlanResult
 
 N, H, K = 4, 2, 3
+#: Whether NeSyFS's slow thinking records the trace itself (``PlanResult.trace``, issue 12).
+AGENT_WRITES_TRACE = hasattr(PlanResult, "trace")
 
 
 class NoThenYes:
@@ -71,6 +77,28 @@ class RecordingTwist:
             }
         )
         return score
+
+
+def check_trace(trace: dict[str, Any], lam: float = 1.0) -> None:
+    r"""The agreed trace is one NeSyFS-weighted SMC run: per step, the log-weights follow
+    :math:`\log W^t \propto \log W^{t-1}_{A_t} + \lambda\delta^t` (uniform after resampling),
+    ``weights`` = exp(``log_weights``), ESS = :math:`1/\sum_i (W^t_i)^2`, ancestors index the
+    previous step (identity at t = 1)."""
+    steps = trace["steps"]
+    n = len(steps[0]["actions"])
+    log_w = np.full(n, -math.log(n))
+    for k, st in enumerate(steps):
+        assert st["t"] == k + 1 and len(st["actions"]) == len(st["observations"]) == n
+        assert all(len(o) <= 160 for o in st["observations"])
+        anc = np.asarray(st["ancestors"])
+        assert anc.tolist() == list(range(n)) if k == 0 else ((0 <= anc) & (anc < n)).all()
+        prev = np.full(n, -math.log(n)) if st["resampled"] else log_w[anc]
+        x = prev + lam * np.asarray(st["delta"], dtype=float)
+        log_w = x - np.logaddexp.reduce(x)
+        np.testing.assert_allclose(np.asarray(st["log_weights"], dtype=float), log_w, atol=1e-5)
+        np.testing.assert_allclose(st["weights"], np.exp(log_w), atol=1e-5)
+        assert abs(st["ess"] - 1.0 / float(np.sum(np.exp(2 * log_w)))) < 1e-4
+    assert trace["chosen_index"] is None or 0 <= trace["chosen_index"] < n
 
 
 def trace_of(result: Any, recorded: list[dict[str, Any]], lam: float) -> dict[str, Any]:
@@ -160,10 +188,15 @@ def planner_run(
     from smcplan.eval import EvalConfig, run_eval
     from smcplan.eval.records import RunPaths, read_jsonl
 
-    planner = TracingPlanner(lm, num_particles, horizon)
+    # NeSyFS's own slow thinker writes the trace once PlanResult can (issue 12); before that the
+    # recording planner above supplies it
+    planner = None if AGENT_WRITES_TRACE else TracingPlanner(lm, num_particles, horizon)
 
     def make_agent(name, lm_, agent_seed, config):
-        return make("nesyfs", lm=lm_, seed=agent_seed, reflector=NoThenYes(), planner=planner)
+        return make(
+            "nesyfs", lm=lm_, seed=agent_seed, reflector=NoThenYes(), planner=planner,
+            num_particles=num_particles, horizon=horizon,
+        )  # fmt: skip
 
     config = EvalConfig(
         envs=[env], agent="nesyfs", out=str(root), seeds=[seed], max_steps=max_steps
@@ -179,4 +212,7 @@ def planner_run(
             final = plan_["trace"]["steps"][-1]["weights"]
             plan_["degenerate"] = max(final) - min(final) < 1e-12
     path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    for r in records:
+        if r["meta"].get("plan"):
+            check_trace(r["meta"]["plan"]["trace"])
     return Path(root)
