@@ -38,17 +38,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=10000)
     ap.add_argument("--max-steps", type=int, default=3)
     ap.add_argument("--size", default="1280x900")
+    ap.add_argument("--reuse", action="store_true", help="keep an existing --run-dir, only redraw")
     args = ap.parse_args(argv)
     if chromium() is None:
         print("chromium is not installed: apt-get install -y chromium", file=sys.stderr)
         return 2
-    from smcplan.llm import load_model
-
     os.chdir(REPO)  # the viewer shows the run's path as given: keep it relative
     run_dir = Path(args.run_dir)
-    shutil.rmtree(run_dir, ignore_errors=True)
-    planner_run(run_dir, load_model(args.model), env=args.env, seed=args.seed,
-                max_steps=args.max_steps)  # fmt: skip
+    if not (args.reuse and (run_dir / "config.json").exists()):
+        from smcplan.llm import load_model
+
+        shutil.rmtree(run_dir, ignore_errors=True)
+        planner_run(run_dir, load_model(args.model), env=args.env, seed=args.seed,
+                    max_steps=args.max_steps)  # fmt: skip
     report = write_report([run_dir], run_dir / "report", plots=False)
     (steps,) = RunPaths(run_dir).episodes.glob("*.steps.jsonl")
     t = next(r["t"] for r in read_jsonl(steps) if r["meta"].get("plan"))
