@@ -81,7 +81,7 @@ window.smcplanGenealogy = function (plan, step, h) {
   }
 
   // ---------------------------------------------------------------- the drawing
-  if (H) {
+  if (H && N) {
     const labels = N <= 16;
     const colW = labels ? 190 : 78, rowH = N <= 6 ? 40 : N <= 12 ? 28 : N <= 24 ? 18 : N <= 40 ? 12 : 8;
     const rmax = Math.min(rowH * 0.42, 13), top = 46, x0 = 26, left = 78;
