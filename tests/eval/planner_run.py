@@ -203,15 +203,17 @@ def planner_run(
     )
     (summary,) = run_eval(config, make_agent=make_agent, load_lm=lambda *_: lm, progress=False)
     path = RunPaths(root).steps(summary["episode"])
-    records, traces = list(read_jsonl(path)), iter(planner.traces)
-    for r in records:
-        plan_ = r["meta"].get("plan")
-        if plan_ is not None and "trace" not in plan_:
-            plan_.update(world_model="lm", oracle=False, twist="lm", tie_break=None)
-            plan_["trace"] = next(traces)
-            final = plan_["trace"]["steps"][-1]["weights"]
-            plan_["degenerate"] = max(final) - min(final) < 1e-12
-    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    records = list(read_jsonl(path))
+    if planner is not None:  # put the recorded traces into the step records, in call order
+        traces = iter(planner.traces)
+        for r in records:
+            plan_ = r["meta"].get("plan")
+            if plan_ is not None:
+                plan_.update(world_model="lm", oracle=False, twist="lm", tie_break=None)
+                plan_["trace"] = next(traces)
+                final = plan_["trace"]["steps"][-1]["weights"]
+                plan_["degenerate"] = max(final) - min(final) < 1e-12
+        path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     for r in records:
         if r["meta"].get("plan"):
             check_trace(r["meta"]["plan"]["trace"])
