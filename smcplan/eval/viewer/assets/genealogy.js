@@ -67,9 +67,12 @@ window.smcplanGenealogy = function (plan, step, h) {
     info.innerHTML = '';
     const m = (plan.mass || []).find((x) => x[0] !== null && str(x[0]) === exec);
     info.appendChild(el('div', { class: 'ptitle', text: `Executed "${exec}"` }));
-    const why = plan.chosen !== null
-      ? `first action of particle ${plan.chosen}, drawn ∝ final weight; "${exec}" carries ${fmt(m ? m[1] : null)} of the final weight`
-      : `largest total final weight (${fmt(m ? m[1] : null)})`;
+    const mass = `"${exec}" carries ${fmt(m ? m[1] : null)} of the final weight`;
+    const why = plan.tie_break
+      ? `the final weights did not decide; tie broken by ${plan.tie_break}` + (plan.chosen !== null ? ` (particle ${plan.chosen})` : '') + `; ${mass}`
+      : plan.chosen !== null
+        ? `first action of particle ${plan.chosen}, drawn ∝ final weight; ${mass}`
+        : `largest total final weight: ${mass}`;
     info.appendChild(el('div', { text: why }));
     if (chosenLine) describe(H, plan.chosen).slice(1).forEach((r) => info.appendChild(r));
     else if (plan.imagined && plan.imagined.length) {
