@@ -1,4 +1,5 @@
 """Headless Chromium for the viewer's tests: the DOM after the page's scripts ran, and screenshots.
+An uncaught script error on the page fails the call.
 
 Debian's ``chromium`` package (``.ci/run`` installs it when missing); nothing is downloaded at
 test time. :func:`chromium` returns ``None`` when no browser is installed (the tests then skip).
@@ -32,9 +33,13 @@ def _run(page: Path, fragment: str, *args: str, timeout: float = 120.0) -> str:
         cmd = [
             exe, "--headless", "--disable-gpu", "--no-sandbox", "--no-first-run",
             "--disable-extensions", "--disable-dev-shm-usage", f"--user-data-dir={profile}",
+            "--enable-logging=stderr", "--v=0",  # the page's console, to catch script errors
             *args, page.resolve().as_uri() + (f"#{fragment}" if fragment else ""),
         ]  # fmt: skip
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=True)
+    errors = [line for line in out.stderr.splitlines() if "Uncaught" in line]
+    if errors:
+        raise AssertionError(f"the page's scripts failed in chromium: {errors}")
     return out.stdout
 
 
