@@ -125,6 +125,7 @@
       if (p.votes || p.yes !== null) row.appendChild(votes(p));
       if (p.critic !== null) row.appendChild(meter(p.critic, 'critic score'));
       box.appendChild(row);
+      if (p.th !== null && s.props.length > 1) box.appendChild(el('div', { class: 'why thought', text: str(p.th) }));
       if (p.why !== null) box.appendChild(el('div', { class: 'why', text: (p.by ? p.by + ': ' : '') + str(p.why) }));
     });
     if (s.executed === 'planner') box.appendChild(el('div', { class: 'why strong', text: '→ every proposal was rejected: slow thinking chose the action (below)' }));
