@@ -1,14 +1,20 @@
 """Agents: one protocol (``smcplan.agents.base.Agent``), one registry (``AGENTS``, ``make``).
 
-=============  ===================================================================================
-``random``     uniformly random admissible action (the floor)
-``react``      ReAct (Yao et al. 2023): thought, then an admissible action; history in context
-``nesyfs``     NeSyFS (arXiv 2607.28942): KG belief, fast action + reflection, slow thinking (TSMC)
-``reflexion``  Reflexion (Shinn et al. 2023): ReAct + reflections carried across trials
-``zeroshot``   RLAW's Base-LLM baseline: the whole action sequence in one pass, open loop
-``rlaw``       RLAW (arXiv 2607.17038): actor JSON + critic with threshold and regenerations
-``rlvmr``      RLVMR (arXiv 2507.22844): meta-reasoning tags + verifiable process rewards
-=============  ===================================================================================
+===============  =================================================================================
+``random``       uniformly random admissible action (the floor)
+``react``        ReAct (Yao et al. 2023): thought, then an admissible action; history in context
+``nesyfs``       NeSyFS (arXiv 2607.28942): KG belief, fast action + reflection, slow thinking
+(TSMC)
+``reflexion``    Reflexion (Shinn et al. 2023): ReAct + reflections carried across trials
+``zeroshot``     RLAW's Base-LLM baseline: the whole action sequence in one pass, open loop
+``rlaw``         RLAW (arXiv 2607.17038): actor JSON + critic with threshold and regenerations
+``rlvmr``        RLVMR (arXiv 2507.22844): meta-reasoning tags; process rewards recorded (paper)
+``rlvmr+guide``  RLVMR with its process rewards as an inference-time guide (an extension)
+===============  =================================================================================
+
+Every LLM agent takes ``action_mode="admissible"`` (choose from the admissible set, the default)
+or ``"free"`` (write the command; the environment may reject it), see
+:class:`~smcplan.agents.llm_agent.LLMAgent`.
 
 Each registry entry is an :class:`AgentSpec`: where the factory lives and what the agent needs
 from whoever builds it (a language model, a seed, a simulator). The harness reads these
@@ -61,6 +67,7 @@ AGENTS: dict[str, AgentSpec] = {
     "zeroshot": AgentSpec("smcplan.agents.zeroshot:ZeroShotAgent"),
     "rlaw": AgentSpec("smcplan.agents.rlaw:RLAWAgent"),
     "rlvmr": AgentSpec("smcplan.agents.rlvmr:RLVMRAgent"),
+    "rlvmr+guide": AgentSpec("smcplan.agents.rlvmr:RLVMRGuidedAgent"),
 }
 
 

@@ -220,7 +220,8 @@ def read_jsonl(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
 
 
 class JsonlWriter:
-    """Append JSON lines to ``<path>.partial``, flushed per line; ``commit()`` renames to ``path``."""
+    """Append JSON lines to ``<path>.partial``, flushed per line; ``commit()`` renames to ``path``.
+    """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)

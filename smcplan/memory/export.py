@@ -76,7 +76,9 @@ def from_json(data: dict[str, Any] | str, cls: type[S]) -> S:
         data = json.loads(data)
     if not isinstance(data, dict) or data.get("format") != JSON_FORMAT:
         got = data.get("format") if isinstance(data, dict) else type(data).__name__
-        raise ValueError(f"not a knowledge-graph JSON document: format {got!r}, expected {JSON_FORMAT!r}")
+        raise ValueError(
+            f"not a knowledge-graph JSON document: format {got!r}, expected {JSON_FORMAT!r}"
+        )
     table = PredicateTable.from_json(data["predicates"])
     kg = cls(predicates=table, step=int(data["step"]))
     for i, fact in enumerate(data["facts"]):
