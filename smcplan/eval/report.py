@@ -50,6 +50,12 @@ class Run:
         return self.config.get("identity", {}).get("model")
 
     @property
+    def oracle(self) -> bool:
+        """The agent planned with the simulator world model (an oracle)."""
+        agent_config = self.config.get("config", {}).get("agent_config", {}) or {}
+        return bool(self.config.get("oracle_world_model")) or agent_config.get("world_model") == "simulator"
+
+    @property
     def envs(self) -> list[str]:
         seen: dict[str, None] = {}
         for s in self.summaries:
@@ -88,12 +94,17 @@ def load_run(path: str | os.PathLike[str], *, seed: int = 0, num_resamples: int 
 
 
 def _label_runs(runs: Sequence[Run]) -> None:
-    """Label = agent; add the model, then the directory name, until labels are unique."""
+    """Label = agent (plus "[oracle world model]" when its slow thinking steps clones of the
+    environment); add the model, then the directory name, until labels are unique."""
+
+    def base(r: Run) -> str:
+        return r.agent + (" [oracle world model]" if r.oracle else "")
+
     for run in runs:
-        run.label = run.agent
+        run.label = base(run)
     for extend in (
-        lambda r: f"{r.agent} ({r.model})" if r.model else r.agent,
-        lambda r: f"{r.agent} [{r.path.name}]",
+        lambda r: f"{base(r)} ({r.model})" if r.model else base(r),
+        lambda r: f"{base(r)} [{r.path.name}]",
     ):
         labels = [r.label for r in runs]
         for run in runs:

@@ -287,6 +287,14 @@ def reseed_lm(lm: Any, seed: int) -> bool:
     return False
 
 
+def attach_simulator(agent: Any, env: Any) -> None:
+    """Hand ``agent`` a clone factory of ``env`` (``env.clone``) if it asks for one
+    (``agent.needs_simulator``: the simulator world model, an oracle); the agent raises a clear
+    error when ``env`` cannot be cloned."""
+    if getattr(agent, "needs_simulator", False):
+        agent.attach_simulator(getattr(env, "clone", None), env)
+
+
 def _admissible(env: Any, info: dict[str, Any]) -> list[str]:
     actions = info.get("admissible_actions")
     if actions is None:
@@ -476,6 +484,7 @@ def _write_config(paths: RunPaths, config: EvalConfig, specs: Sequence[EpisodeSp
             "schema": CONFIG_SCHEMA,
             "identity": config.identity(),
             "config": asdict(config),
+            "oracle_world_model": config.agent_config.get("world_model") == "simulator",
             "episodes": [s.id for s in specs],
             "smcplan_version": getattr(smcplan, "__version__", None),
             "python": platform.python_version(),
@@ -705,6 +714,7 @@ def _run_one(
                 raise _EpisodeFailed("env", exc) from exc
             try:
                 agent = make_agent(config.agent, lm, agent_seed, dict(config.agent_config))
+                attach_simulator(agent, env)
             except (ValueError, TypeError):
                 raise  # a bad agent name or option: fatal for the sweep, not an episode error
             except Exception as exc:  # noqa: BLE001

@@ -50,6 +50,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from smcplan.planning.batch import batch_size, is_list_batch, take, to_host_list
+from smcplan.planning.choose import action_mass as _action_mass
+from smcplan.planning.choose import degenerate as _degenerate
+from smcplan.planning.choose import item as _item
 from smcplan.planning.components import (
     Batch,
     PlanningError,
@@ -83,6 +86,12 @@ class _Run(NamedTuple):
     log_Z_increments: jax.Array
     chosen: jax.Array
     calls: dict[str, int]
+    step_observations: list[Batch]
+    step_delta: list[jax.Array | None]
+    step_log_psi: list[jax.Array | None]
+    step_log_weights: list[jax.Array]
+    step_increments: list[jax.Array]
+    first_log_q: jax.Array
 
 
 def validate_config(
@@ -199,6 +208,12 @@ def _run(
     first_actions: Batch = None
     step_actions: list[Batch] = []
     ancestry, resampled, ess_hist, log_z_hist = [], [], [], []
+    obs_hist: list[Batch] = []
+    delta_hist: list[jax.Array | None] = []
+    psi_hist: list[jax.Array | None] = []
+    logw_hist: list[jax.Array] = []
+    inc_hist: list[jax.Array] = []
+    first_log_q = jnp.zeros((n,))
     identity = jnp.arange(n, dtype=jnp.int32)
     key, key_choice = jax.random.split(key)
     for t, step_key in enumerate(jax.random.split(key, horizon), start=1):
@@ -227,6 +242,7 @@ def _run(
         _check_vector(proposed.log_q, n, f"proposal {names['proposal']} log_q", t, allow_neg_inf=False)
         if t == 1:
             first_actions = proposed.actions
+            first_log_q = jnp.asarray(proposed.log_q, dtype=jnp.result_type(float))
         step_actions.append(proposed.actions)
         # 3. transition
         calls["world_model"] += 1
@@ -234,6 +250,7 @@ def _run(
         _check_batch(transition.particles, n, f"world model {names['world_model']} particles", t)
         _check_batch(transition.observations, n, f"world model {names['world_model']} observations", t)
         particles = transition.particles
+        obs_hist.append(transition.observations)
         # 4. score
         calls["twist"] += 1
         score = twist(k_twist, particles, t, horizon)
@@ -248,6 +265,10 @@ def _run(
             ) from None
         ess_hist.append(_ess(log_w))
         log_z_hist.append(log_z_inc)
+        delta_hist.append(None if score.delta is None else jnp.asarray(score.delta, dtype=jnp.result_type(float)))
+        psi_hist.append(None if score.log_psi is None else jnp.asarray(score.log_psi, dtype=jnp.result_type(float)))
+        logw_hist.append(log_w)
+        inc_hist.append(log_inc)
     return _Run(
         particles=particles,
         log_weights=log_w,
@@ -259,33 +280,16 @@ def _run(
         log_Z_increments=jnp.stack(log_z_hist),
         chosen=jax.random.categorical(key_choice, log_w),  # j ~ Cat(W^H), used by choice="sample"
         calls=calls,
+        step_observations=obs_hist,
+        step_delta=delta_hist,
+        step_log_psi=psi_hist,
+        step_log_weights=logw_hist,
+        step_increments=inc_hist,
+        first_log_q=first_log_q,
     )
 
 
 _run_jit = eqx.filter_jit(_run)
-
-
-def _action_mass(first_actions: Batch, log_weights: jax.Array) -> dict[Any, float]:
-    w = np.exp(np.asarray(log_weights, dtype=np.float64))
-    if not is_list_batch(first_actions):
-        acts = np.asarray(first_actions)
-        if acts.ndim == 1 and np.issubdtype(acts.dtype, np.integer):
-            uniq, inv = np.unique(acts, return_inverse=True)
-            mass = np.bincount(inv, weights=w, minlength=len(uniq))
-            return {int(a): float(m) for a, m in zip(uniq, mass, strict=True)}
-        first_actions = to_host_list(first_actions)
-    out: dict[Any, float] = {}
-    for a, wi in zip(first_actions, w, strict=True):
-        k = a if not isinstance(a, list) else tuple(a)
-        out[k] = out.get(k, 0.0) + float(wi)
-    return out
-
-
-def _item(batch: Batch, j: int) -> Any:
-    if is_list_batch(batch):
-        return batch[j]
-    x = np.asarray(batch)[j]
-    return x.item() if np.ndim(x) == 0 else x
 
 
 def tsmc(
@@ -303,6 +307,7 @@ def tsmc(
     choice: str = "sample",
     jit: bool = False,
     action_names: list[str] | None = None,
+    tie_break: str = "none",
 ) -> PlanResult:
     r"""Plan H steps ahead from N particles and choose a first action (module docstring: the math).
 
@@ -335,11 +340,21 @@ def tsmc(
         Compile the whole loop (pytree particles and JAX-traceable components only).
     action_names
         Names of integer actions, for :meth:`PlanResult.to_dict`.
+    tie_break
+        What decides when the run is **degenerate** (``result.degenerate``: under
+        ``weighting="nesyfs"`` every particle had the same :math:`\delta_t` at every step; under
+        ``"twisted"`` the same incremental weight), i.e. the weights carry no information about
+        the imagined futures: ``"proposal"`` takes the step-1 action the proposal gave the
+        largest :math:`\log q` (lowest particle index among equals; ``result.tie_break`` says
+        so); ``"none"`` (default here; the text planner's :class:`~smcplan.planning.config.
+        PlannerConfig` defaults to ``"proposal"``) applies ``choice`` as usual.
     """
     resample_fn = validate_config(
         batch_size(particles, "initial particles"), horizon, weighting, lam, choice, ess_threshold, resampling
     )
     n = batch_size(particles, "initial particles")
+    if tie_break not in ("proposal", "none"):
+        raise PlanningError(f"unknown tie_break {tie_break!r}; known: proposal, none")
     if jit and is_list_batch(particles):
         raise PlanningError("jit=True needs pytree particles with a leading axis N; a list of objects runs with jit=False")
     runner = _run_jit if jit else _run
@@ -353,7 +368,18 @@ def tsmc(
             f"log Z increments {log_z_inc.tolist()}"
         )
     mass = _action_mass(out.first_actions, host_log_w)
-    if choice == "sample":
+    degenerate = _degenerate(weighting, out.step_delta, out.step_increments)
+    used_tie_break = None
+    if degenerate and tie_break == "proposal":
+        used_tie_break = "proposal"
+        first_q = np.asarray(out.first_log_q, dtype=np.float64)
+        i0 = int(np.argmax(first_q))  # the first index among equals
+        action = _item(out.step_actions[0], i0)
+        if isinstance(action, list):
+            action = tuple(action)
+        finals = [a if not isinstance(a, list) else tuple(a) for a in to_host_list(out.first_actions)]
+        j = next((i for i, a in enumerate(finals) if a == action), None)
+    elif choice == "sample":
         j = int(chosen)
         action = _item(out.first_actions, j)
         if isinstance(action, list):
@@ -387,6 +413,13 @@ def tsmc(
             "proposal": _name(proposal),
             "world_model": _name(world_model),
             "twist": _name(twist),
+            "tie_break": tie_break,
         },
         action_names=action_names,
+        step_observations=out.step_observations,
+        step_delta=out.step_delta,
+        step_log_psi=out.step_log_psi,
+        step_log_weights=out.step_log_weights,
+        degenerate=degenerate,
+        tie_break=used_tie_break,
     )
