@@ -1,4 +1,4 @@
-"""The ``smcplan`` command line: ``eval`` (run a resumable sweep), ``report`` (compare runs), ``list``.
+"""The ``smcplan`` command line: ``eval`` (a resumable sweep), ``report`` (compare runs), ``list``.
 
 Examples::
 
@@ -51,7 +51,8 @@ def parse_seeds(text: str) -> list[int]:
 
 
 def parse_kv(items: Sequence[str] | None) -> dict[str, Any]:
-    """``["n=8", "weighting=twisted", "flags=[1,2]"]`` -> dict; values parsed as JSON if they can."""
+    """``["n=8", "weighting=twisted", "flags=[1,2]"]`` -> dict; values parsed as JSON if they can.
+    """
     out: dict[str, Any] = {}
     for item in items or ():
         if "=" not in item:

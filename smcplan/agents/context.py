@@ -50,10 +50,12 @@ def model_window(lm: Any) -> int:
 
 
 def history_budget(lm: Any, history_tokens: int, reserve_tokens: int) -> int:
-    """``B_hist = min(history_tokens, W - reserve_tokens)`` (at least 0); see the module docstring."""
+    """``B_hist = min(history_tokens, W - reserve_tokens)`` (at least 0); see the module docstring.
+    """
     if history_tokens < 0 or reserve_tokens < 0:
         raise ValueError(
-            f"history_tokens and reserve_tokens must be >= 0; got {history_tokens}, {reserve_tokens}"
+            f"history_tokens and reserve_tokens must be >= 0; got {history_tokens}, "
+            f"{reserve_tokens}"
         )
     return max(0, min(int(history_tokens), model_window(lm) - int(reserve_tokens)))
 
@@ -124,7 +126,9 @@ class History:
     def actions(self) -> list[str]:
         return [t.action for t in self.turns]
 
-    def render(self, budget_tokens: int, count: Callable[[str], int], last: int | None = None) -> str:
+    def render(
+        self, budget_tokens: int, count: Callable[[str], int], last: int | None = None
+    ) -> str:
         """The newest turns that fit in ``budget_tokens`` (oldest dropped first), one per block.
 
         ``last`` caps the number of turns considered (``None``: all). The first observation is

@@ -70,7 +70,9 @@ def slow_thinking_mode(value: Any) -> str:
     if value is False:
         return "never"
     if value not in SLOW_THINKING:
-        raise ValueError(f"unknown slow_thinking {value!r}; known: {', '.join(SLOW_THINKING)} (or True/False)")
+        raise ValueError(
+            f"unknown slow_thinking {value!r}; known: {', '.join(SLOW_THINKING)} (or True/False)"
+        )
     return str(value)
 
 
@@ -167,18 +169,37 @@ class NeSyFSAgent(LLMAgent):
             )
         self.reflector = reflector
         given = dict(
-            num_particles=num_particles, horizon=horizon, lam=lam, weighting=weighting, resampling=resampling,
-            ess_threshold=ess_threshold, choice=choice, observation_tokens=observation_tokens,
-            world_model=world_model, progress=progress, proposal=plan_proposal, tie_break=tie_break,
+            num_particles=num_particles,
+            horizon=horizon,
+            lam=lam,
+            weighting=weighting,
+            resampling=resampling,
+            ess_threshold=ess_threshold,
+            choice=choice,
+            observation_tokens=observation_tokens,
+            world_model=world_model,
+            progress=progress,
+            proposal=plan_proposal,
+            tie_break=tie_break,
         )
         if planner_config is not None and not isinstance(planner_config, PlannerConfig):
-            raise PlanningError(f"planner_config must be a smcplan.planning.PlannerConfig; got {type(planner_config).__name__}")
-        self.planner_config = (planner_config or PlannerConfig())._replace(
-            **{k: v for k, v in given.items() if v is not None}
-        ).validated()
+            raise PlanningError(
+                "planner_config must be a smcplan.planning.PlannerConfig; "
+                f"got {type(planner_config).__name__}"
+            )
+        self.planner_config = (
+            (planner_config or PlannerConfig())
+            ._replace(**{k: v for k, v in given.items() if v is not None})
+            .validated()
+        )
         self.retrieval = (retrieval or Retrieval(kg_hops, kg_limit)).validated()
         if self.use_slow_thinking and planner is None:
-            planner = SlowThinker(lm, config=self.planner_config, retrieval=self.retrieval, shortlist=self.shown_actions)
+            planner = SlowThinker(
+                lm,
+                config=self.planner_config,
+                retrieval=self.retrieval,
+                shortlist=self.shown_actions,
+            )
         self.planner = planner
         self._seen = Seen()
 
@@ -272,7 +293,9 @@ class NeSyFSAgent(LLMAgent):
         rec.planned(summary)
         rec.executed = "planner"
         action = str(result.action)
-        world = "oracle world model" if summary["oracle"] else f"{summary['world_model']} world model"
+        world = (
+            "oracle world model" if summary["oracle"] else f"{summary['world_model']} world model"
+        )
         thought = (
             f"slow thinking ({world}, twist {summary['twist']}): {result.num_particles} particles, "
             f"{result.horizon} steps ahead; first actions {first_action_line(summary)}; "

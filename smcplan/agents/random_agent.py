@@ -21,7 +21,8 @@ class RandomAgent:
         self._rng = random.Random(seed)
 
     def reset(self, task: str, observation: str, admissible_actions: list[str]) -> None:
-        """Start an episode; the random stream continues across episodes (seeded at construction)."""
+        """Start an episode; the random stream continues across episodes (seeded at construction).
+        """
 
     def act(self, observation: str, admissible_actions: list[str], info: dict[str, Any]) -> Step:
         if not admissible_actions:
@@ -31,3 +32,7 @@ class RandomAgent:
 
     def end_episode(self, won: bool, score: float) -> None:
         """No cross-episode state."""
+
+    def episode_info(self) -> None:
+        """Nothing beyond the step records."""
+        return None

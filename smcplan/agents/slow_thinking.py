@@ -68,7 +68,8 @@ class SlowThinker:
         unknown = sorted(set(options) - set(PlannerConfig._fields))
         if unknown:
             raise PlanningError(
-                f"unknown slow-thinking option(s) {', '.join(map(repr, unknown))}; known: {', '.join(PlannerConfig._fields)}"
+                f"unknown slow-thinking option(s) {', '.join(map(repr, unknown))}; "
+                f"known: {', '.join(PlannerConfig._fields)}"
             )
         self.config = (config or PlannerConfig())._replace(**options).validated()
         self.retrieval = (retrieval or Retrieval()).validated()
@@ -113,8 +114,9 @@ class SlowThinker:
 
         if self.config.world_model == "simulator" and self.simulator is None:
             raise PlanningError(
-                "world_model='simulator' but no clone factory was attached: the eval harness attaches one "
-                "(smcplan eval ... --agent-arg world_model=simulator); by hand call agent.attach_simulator(env.clone)"
+                "world_model='simulator' but no clone factory was attached: the eval harness "
+                "attaches one (smcplan eval ... --agent-arg world_model=simulator); by hand call "
+                "agent.attach_simulator(env.clone)"
             )
         env_kind = getattr(extractor, "_rules", None) or "auto"
         return plan(
@@ -159,7 +161,9 @@ def summarize(result: PlanResult, max_chars: int = 160) -> dict[str, Any]:
     if result.tie_break is not None:
         out["decided_by"] = f"tie-break: {result.tie_break}"
     elif "informative" in cfg:
-        out["decided_by"] = cfg["informative"] or "sampling (the twist gave all particles the same progress)"
+        out["decided_by"] = (
+            cfg["informative"] or "sampling (the twist gave all particles the same progress)"
+        )
     else:
         out["decided_by"] = str(out["twist"])
     j = result.chosen_index

@@ -19,9 +19,9 @@ says how to install them; ``import smcplan.envs`` starts no JVM and imports no b
 from __future__ import annotations
 
 import difflib
-import importlib
 from typing import Any
 
+from smcplan.envs.alfworld import TASK_TYPES as ALFWORLD_TASK_TYPES
 from smcplan.envs.base import (
     BackendTimeout,
     BaseTextEnv,
@@ -48,16 +48,6 @@ __all__ = [
     "ALFWORLD_TASK_TYPES",
     "TOY_DOMAINS",
 ]
-
-#: ALFWorld's six task types (the adapter in ``smcplan.envs.alfworld`` defines them too).
-ALFWORLD_TASK_TYPES = (
-    "pick_and_place",
-    "pick_clean_then_place",
-    "pick_heat_then_place",
-    "pick_cool_then_place",
-    "look_at_obj_in_light",
-    "pick_two_obj_and_place",
-)
 
 #: Toy POMDP domains with a text view (``smcplan.envs.toy``).
 TOY_DOMAINS = ("household", "tiger")
@@ -100,7 +90,9 @@ def make(name: str, **kwargs: Any) -> TextEnv:
 
         return ScienceWorldEnv(item, **kwargs)
     if family == "alfworld" and item in ALFWORLD_TASK_TYPES:
-        return _make_alfworld(item, **kwargs)
+        from smcplan.envs.alfworld import make as make_alfworld
+
+        return make_alfworld(item, **kwargs)
     if name == "webshop":
         from smcplan.envs.webshop import WebShopEnv
 
@@ -111,21 +103,3 @@ def make(name: str, **kwargs: Any) -> TextEnv:
         return make_toy(item, **kwargs)
     raise _unknown_env(name)
 
-
-def _make_alfworld(task_type: str, **kwargs: Any) -> TextEnv:
-    try:
-        module = importlib.import_module("smcplan.envs.alfworld")
-    except ModuleNotFoundError as exc:
-        if exc.name != "smcplan.envs.alfworld":
-            raise
-        raise MissingBenchmark(
-            f"alfworld:{task_type}: the ALFWorld adapter (smcplan.envs.alfworld) is not "
-            "available in this checkout"
-        ) from exc
-    known = tuple(getattr(module, "TASK_TYPES", ALFWORLD_TASK_TYPES))
-    if task_type not in known:
-        raise ValueError(
-            f"unknown env 'alfworld:{task_type}'; known: "
-            + ", ".join(f"alfworld:{t}" for t in known)
-        )
-    return module.make(task_type, **kwargs)

@@ -25,6 +25,7 @@ except ``smcplan.envs.base``.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import os
 import select
@@ -37,15 +38,8 @@ from typing import Any, TypeVar
 
 from smcplan.envs.base import BackendTimeout, EnvError, MissingBenchmark
 
-__all__ = [
-    "JavaProcess",
-    "JvmBacked",
-    "Supervised",
-    "spawned_pids",
-    "live_pids",
-    "BackendFailure",
-    "classify_failure",
-]
+__all__ = ["JavaProcess", "JvmBacked", "Supervised", "spawned_pids", "live_pids",
+           "BackendFailure", "classify_failure"]
 
 T = TypeVar("T")
 
@@ -110,30 +104,22 @@ def _quiet_py4j() -> None:
 
 def _terminate(proc: subprocess.Popen, gateway: Any) -> None:
     """Stop the gateway and make sure the JVM process is gone (wait, then SIGKILL)."""
-    try:
+    with contextlib.suppress(Exception):
         if gateway is not None:
             gateway.close(keep_callback_server=False, close_callback_server_connections=True)
-    except Exception:
-        pass
     if proc.poll() is None:
-        try:
+        with contextlib.suppress(Exception):
             proc.stdin.close()  # --die-on-broken-pipe: the JVM exits on EOF
-        except Exception:
-            pass
         try:
             proc.wait(timeout=3)
         except subprocess.TimeoutExpired:
             proc.kill()
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                pass
     for stream in (proc.stdout, proc.stdin):
-        try:
+        with contextlib.suppress(Exception):
             if stream is not None:
                 stream.close()
-        except Exception:
-            pass
 
 
 class JavaProcess:

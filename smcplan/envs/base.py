@@ -10,6 +10,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from smcplan.envs.grammar import action_verbs
+
 __all__ = [
     "EnvError",
     "BackendTimeout",
@@ -38,7 +40,8 @@ class MissingBenchmark(ImportError):
 
 
 def unknown_choice(kind: str, value: Any, known: Iterable[Any]) -> ValueError:
-    """``ValueError("unknown <kind> <value!r>; known: a, b, ...")`` — errors name the valid values."""
+    """``ValueError("unknown <kind> <value!r>; known: a, b, ...")`` — errors name the valid values.
+    """
     listed = ", ".join(str(k) for k in known)
     return ValueError(f"unknown {kind} {value!r}; known: {listed}")
 
@@ -66,7 +69,8 @@ class TextEnv(Protocol):
     * ``step(action)`` -> ``(observation, reward, done, info)``; ``info`` always holds
       ``score`` (normalised to [0, 1]), ``won`` (bool), ``invalid`` (bool: the backend
       rejected or did not understand the action) and ``admissible_actions`` (list[str]),
-      plus ``steps`` (actions taken since reset) and ``truncated`` (ended by the step limit).
+      plus ``steps`` (actions taken since reset) and ``truncated`` (ended by the step limit);
+      benchmarks with a command grammar add ``action_verbs`` (:mod:`smcplan.envs.grammar`).
       ``reward`` is the change of the normalised score, so rewards sum to the final score.
     * ``task``: the task description in natural language.
     * ``admissible_actions()``: the currently valid actions.
@@ -225,6 +229,9 @@ class BaseTextEnv:
             "steps": self._steps,
             "truncated": bool(truncated),
         }
+        verbs = action_verbs(self.name)
+        if verbs:
+            info["action_verbs"] = list(verbs)
         if extra:
             info.update(extra)
         return info

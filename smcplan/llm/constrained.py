@@ -1,4 +1,5 @@
-"""Output types for constrained generation: what the grammar is, how to parse it, how long it can be.
+"""Output types for constrained generation: what the grammar is, how to parse it, how long it can
+be.
 
 An output type is turned into an :class:`OutputSpec`: the object outlines compiles into a
 token-mask logits processor (outlines_core backend: a DFA over the tokenizer's vocabulary, see
@@ -66,10 +67,12 @@ def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
 
 
 def json_max_bytes(schema: dict[str, Any], root: dict[str, Any] | None = None) -> int | None:
-    """Upper bound on the UTF-8 length of any JSON text matching ``schema`` as outlines_core emits it.
+    """Upper bound on the UTF-8 length of any JSON text matching ``schema`` as outlines_core emits
+    it.
 
     Supports the subset the role schemas use: objects (all properties emitted), strings with
-    ``maxLength``, booleans, ``null``, ``enum``/``const``, arrays with ``maxItems``, ``anyOf``/``oneOf``
+    ``maxLength``, booleans, ``null``, ``enum``/``const``, arrays with ``maxItems``,
+    ``anyOf``/``oneOf``
     and ``$ref``. Returns ``None`` for anything unbounded (numbers, strings without ``maxLength``).
     """
     root = schema if root is None else root
@@ -169,7 +172,8 @@ def output_spec(output_type: Any) -> OutputSpec:
             "json:" + json.dumps(schema, sort_keys=True),
         )
     raise TypeError(
-        f"unsupported output type {output_type!r}; use None/str, a list of strings, a JSON-schema dict, "
+        f"unsupported output type {output_type!r}; use None/str, a list of strings, a JSON-schema "
+        "dict, "
         "a pydantic model class, typing.Literal, or outlines.types.Choice/Regex/JsonSchema"
     )
 

@@ -187,7 +187,8 @@ class LanguageModel:
     # ------------------------------------------------------------------ sampling
     @contextlib.contextmanager
     def _threading(self) -> Iterator[None]:
-        """Run with ``self.threads`` intra-op CPU threads (restored afterwards); ``None`` = unchanged.
+        """Run with ``self.threads`` intra-op CPU threads (restored afterwards); ``None`` =
+        unchanged.
 
         Tiny models are dominated by per-op thread synchronisation: on a loaded 2-core machine a
         64x128 matmul took 3.6 ms with 2 threads and 0.07 ms with 1.
@@ -340,7 +341,8 @@ class LanguageModel:
             text = self.tokenizer.decode(toks, skip_special_tokens=True)
             if spec.term is not None and spec.max_bytes is not None and not finished:
                 raise GenerationError(
-                    f"constrained output truncated at max_new_tokens={limit} (a valid answer may need "
+                    f"constrained output truncated at max_new_tokens={limit} (a valid answer may "
+                    "need "
                     f"{bound} tokens); partial text: {text[:200]!r}"
                 )
             try:
@@ -431,7 +433,8 @@ class LanguageModel:
 
 
 def _top_p_filter(scores: torch.Tensor, top_p: float) -> torch.Tensor:
-    """Keep the smallest set of tokens whose probability mass reaches ``top_p`` (Holtzman et al. 2020)."""
+    """Keep the smallest set of tokens whose probability mass reaches ``top_p`` (Holtzman et al.
+    2020)."""
     sorted_scores, order = torch.sort(scores, descending=True, dim=-1)
     probs = torch.softmax(sorted_scores, dim=-1)
     before = probs.cumsum(-1) - probs  # mass strictly before each token

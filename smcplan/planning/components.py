@@ -108,7 +108,9 @@ class Proposal(Protocol):
 class WorldModel(Protocol):
     """``world_model(key, particles, actions, t, horizon) -> Transition``: one transition each."""
 
-    def __call__(self, key: jax.Array, particles: Batch, actions: Batch, t: int, horizon: int) -> Transition: ...
+    def __call__(
+        self, key: jax.Array, particles: Batch, actions: Batch, t: int, horizon: int
+    ) -> Transition: ...
 
 
 @runtime_checkable

@@ -54,7 +54,10 @@ class Retrieval(NamedTuple):
     def validated(self) -> Retrieval:
         for name, v in (("hops", self.hops), ("limit", self.limit)):
             if isinstance(v, bool) or not isinstance(v, int) or v < (0 if name == "hops" else 1):
-                raise PlanningError(f"Retrieval.{name} must be an integer >= {0 if name == 'hops' else 1}; got {v!r}")
+                raise PlanningError(
+                    f"Retrieval.{name} must be an integer >= {0 if name == 'hops' else 1}; "
+                    f"got {v!r}"
+                )
         return self
 
 
@@ -93,17 +96,35 @@ class PlannerConfig(NamedTuple):
         from smcplan.planning.tsmc import validate_config
 
         validate_config(
-            self.num_particles, self.horizon, self.weighting, self.lam, self.choice, self.ess_threshold, self.resampling
+            self.num_particles,
+            self.horizon,
+            self.weighting,
+            self.lam,
+            self.choice,
+            self.ess_threshold,
+            self.resampling,
         )
         if self.tie_break not in TIE_BREAKS:
-            raise PlanningError(f"unknown tie_break {self.tie_break!r}; known: {', '.join(TIE_BREAKS)}")
+            raise PlanningError(
+                f"unknown tie_break {self.tie_break!r}; known: {', '.join(TIE_BREAKS)}"
+            )
         if self.world_model not in WORLD_MODELS:
-            raise PlanningError(f"unknown world_model {self.world_model!r}; known: {', '.join(WORLD_MODELS)}")
+            raise PlanningError(
+                f"unknown world_model {self.world_model!r}; known: {', '.join(WORLD_MODELS)}"
+            )
         if self.proposal not in PROPOSALS:
-            raise PlanningError(f"unknown proposal {self.proposal!r}; known: {', '.join(PROPOSALS)}")
+            raise PlanningError(
+                f"unknown proposal {self.proposal!r}; known: {', '.join(PROPOSALS)}"
+            )
         parse_progress(self.progress)
-        if isinstance(self.observation_tokens, bool) or not isinstance(self.observation_tokens, int) or self.observation_tokens < 1:
-            raise PlanningError(f"observation_tokens must be an integer >= 1; got {self.observation_tokens!r}")
+        if (
+            isinstance(self.observation_tokens, bool)
+            or not isinstance(self.observation_tokens, int)
+            or self.observation_tokens < 1
+        ):
+            raise PlanningError(
+                f"observation_tokens must be an integer >= 1; got {self.observation_tokens!r}"
+            )
         return self
 
     @classmethod
@@ -111,7 +132,10 @@ class PlannerConfig(NamedTuple):
         """Build and validate from keyword options; an unknown key lists the known ones."""
         unknown = sorted(set(options) - set(cls._fields))
         if unknown:
-            raise PlanningError(f"unknown planner option(s) {', '.join(map(repr, unknown))}; known: {', '.join(cls._fields)}")
+            raise PlanningError(
+                f"unknown planner option(s) {', '.join(map(repr, unknown))}; "
+                f"known: {', '.join(cls._fields)}"
+            )
         return cls(**options).validated()
 
     def tsmc_kwargs(self) -> dict[str, Any]:
@@ -130,12 +154,16 @@ class PlannerConfig(NamedTuple):
 def parse_progress(spec: Any) -> tuple[str, ...]:
     """``"env+novelty"`` -> ``("env", "novelty")``; an unknown name lists the valid ones."""
     if not isinstance(spec, str) or not spec.strip():
-        raise PlanningError(f"progress must be a name or a '+'-sum of names from {', '.join(PROGRESS)}; got {spec!r}")
+        raise PlanningError(
+            f"progress must be a name or a '+'-sum of names from {', '.join(PROGRESS)}; "
+            f"got {spec!r}"
+        )
     names = tuple(part.strip() for part in spec.split("+"))
     for name in names:
         if name not in PROGRESS:
             raise PlanningError(
-                f"unknown progress {name!r} in {spec!r}; valid: {', '.join(PROGRESS)} (sums with '+', e.g. 'env+novelty')"
+                f"unknown progress {name!r} in {spec!r}; valid: {', '.join(PROGRESS)} "
+                "(sums with '+', e.g. 'env+novelty')"
             )
     if len(set(names)) != len(names):
         raise PlanningError(f"progress {spec!r} names a twist twice")

@@ -57,6 +57,7 @@ import numpy as np
 from smcplan.memory import extract_triplets
 from smcplan.planning.components import Score
 from smcplan.planning.config import DEFAULT_RETRIEVAL, Retrieval, parse_progress
+from smcplan.planning.outcome import DONE_ACTION
 
 __all__ = [
     "Seen",
@@ -86,7 +87,9 @@ class Seen(NamedTuple):
     place: str | None = None
     visits: tuple[tuple[str, int], ...] = ()
 
-    def after(self, observation: str, action: str | None, info: dict[str, Any], env_kind: str = "auto") -> Seen:
+    def after(
+        self, observation: str, action: str | None, info: dict[str, Any], env_kind: str = "auto"
+    ) -> Seen:
         """What has been seen once ``observation`` (the result of ``action``) arrived."""
         place, names = place_and_entities(observation, action, env_kind)
         place = place or self.place
@@ -104,7 +107,12 @@ class Seen(NamedTuple):
         )
 
 
-def place_and_entities(observation: str, action: str | None = None, env_kind: str = "auto", triplets: Iterable[Any] | None = None) -> tuple[str | None, set[str]]:
+def place_and_entities(
+    observation: str,
+    action: str | None = None,
+    env_kind: str = "auto",
+    triplets: Iterable[Any] | None = None,
+) -> tuple[str | None, set[str]]:
     """The agent's place after ``observation`` (``None`` if it names none) and the entities it
     names, read from its rule-based triplets (or from ``triplets`` when given)."""
     if triplets is None:
@@ -125,7 +133,11 @@ def place_and_entities(observation: str, action: str | None = None, env_kind: st
 def _steps_read(particle: Any, env_kind: str) -> list[tuple[str | None, set[str]]]:
     out = []
     for i, (a, o) in enumerate(particle.steps):
-        known = particle.triplets[i] if i < len(getattr(particle, "triplets", ())) and particle.triplets[i] else None
+        known = (
+            particle.triplets[i]
+            if i < len(getattr(particle, "triplets", ())) and particle.triplets[i]
+            else None
+        )
         place, names = place_and_entities(o, a, env_kind, triplets=known)
         if place is None and known is not None:  # the agent's own extractor may not mark places
             place, _ = place_and_entities(o, a, env_kind)
@@ -145,8 +157,8 @@ class _Cumulative:
 
 
 class EnvProgress(_Cumulative):
-    r""":math:`\delta_t = \Delta\mathrm{score}_t + (1 + H - t)([\mathrm{won}_t] - [\mathrm{lost}_t])`
-    (module docstring); ``horizon`` H is set by the planner at each call."""
+    r""":math:`\delta_t = \Delta\mathrm{score}_t + (1 + H - t)([\mathrm{won}_t] -
+    [\mathrm{lost}_t])` (module docstring); ``horizon`` H is set by the planner at each call."""
 
     __name__ = "env"
 
@@ -177,11 +189,11 @@ class NoveltyProgress(_Cumulative):
         self.env_kind = env_kind
 
     def deltas(self, particle: Any) -> list[float]:
-        from smcplan.planning.simulator import DONE_ACTION
-
         visits, entities, place = dict(self.seen.visits), set(self.seen.entities), self.seen.place
         out = []
-        for (a, _), (read, names) in zip(particle.steps, _steps_read(particle, self.env_kind), strict=True):
+        for (a, _), (read, names) in zip(
+            particle.steps, _steps_read(particle, self.env_kind), strict=True
+        ):
             if a == DONE_ACTION:
                 out.append(0.0)
                 continue
@@ -206,8 +218,6 @@ class ProcessProgress(_Cumulative):
         self.env_kind = env_kind
 
     def deltas(self, particle: Any) -> list[float]:
-        from smcplan.planning.simulator import DONE_ACTION
-
         actions, places = set(self.seen.actions), set(self.seen.places)
         prev_failed = self.seen.last_failed
         prev_action = self.seen.actions[-1] if self.seen.actions else None
@@ -215,7 +225,11 @@ class ProcessProgress(_Cumulative):
         reads = _steps_read(particle, self.env_kind)
         outcomes = getattr(particle, "outcomes", ())
         for i, (a, o) in enumerate(particle.steps):
-            failed = bool(outcomes[i].invalid) if i < len(outcomes) and outcomes[i].invalid else _looks_failed(o)
+            failed = (
+                bool(outcomes[i].invalid)
+                if i < len(outcomes) and outcomes[i].invalid
+                else _looks_failed(o)
+            )
             place = reads[i][0]
             if a == DONE_ACTION or failed:
                 d = 0.0
@@ -233,8 +247,15 @@ class ProcessProgress(_Cumulative):
         return out
 
 
-_FAILED = ("Unknown action", "No known action matches that input", "Nothing happens", "nothing happens",
-           "That is already", "You can't", "I'm not sure")
+_FAILED = (
+    "Unknown action",
+    "No known action matches that input",
+    "Nothing happens",
+    "nothing happens",
+    "That is already",
+    "You can't",
+    "I'm not sure",
+)
 
 
 def _looks_failed(observation: str) -> bool:
@@ -249,7 +270,9 @@ class LMProgress:
 
     __name__ = "lm"
 
-    def __init__(self, progress_model: Any, task: str, retrieval: Retrieval = DEFAULT_RETRIEVAL) -> None:
+    def __init__(
+        self, progress_model: Any, task: str, retrieval: Retrieval = DEFAULT_RETRIEVAL
+    ) -> None:
         self.progress_model, self.task, self.retrieval = progress_model, task, retrieval
 
     def _before(self, p: Any) -> str:
@@ -266,9 +289,15 @@ class LMProgress:
     def __call__(self, key: jax.Array, particles: list[Any], t: int, horizon: int) -> Score:
         n = len(particles)
         judged = self.progress_model(
-            [self.task] * n, [self._before(p) for p in particles], [p.steps[-1][0] for p in particles], [p.observation for p in particles]
+            [self.task] * n,
+            [self._before(p) for p in particles],
+            [p.steps[-1][0] for p in particles],
+            [p.observation for p in particles],
         )
-        return Score(jnp.asarray([float(j.delta) for j in judged]), jnp.asarray([j.log_twist for j in judged]))
+        return Score(
+            jnp.asarray([float(j.delta) for j in judged]),
+            jnp.asarray([j.log_twist for j in judged]),
+        )
 
 
 class SumTwist:
@@ -287,10 +316,18 @@ class SumTwist:
             score = twist(k, particles, t, horizon)
             deltas.append(score.delta)
             psis.append(score.log_psi)
-            record[name] = None if score.delta is None else np.asarray(score.delta, dtype=np.float64)
+            record[name] = (
+                None if score.delta is None else np.asarray(score.delta, dtype=np.float64)
+            )
         self.history.append(record)
-        delta = None if any(d is None for d in deltas) else sum(jnp.asarray(d, dtype=float) for d in deltas)
-        log_psi = None if any(p is None for p in psis) else sum(jnp.asarray(p, dtype=float) for p in psis)
+        delta = (
+            None
+            if any(d is None for d in deltas)
+            else sum(jnp.asarray(d, dtype=float) for d in deltas)
+        )
+        log_psi = (
+            None if any(p is None for p in psis) else sum(jnp.asarray(p, dtype=float) for p in psis)
+        )
         return Score(delta, log_psi)
 
     def informative(self) -> list[str]:

@@ -34,6 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from smcplan.planning.components import PlanningError, Proposed, Transition
+from smcplan.planning.outcome import DONE_ACTION, Outcome
 
 __all__ = [
     "SimulatorWorldModel",
@@ -44,10 +45,14 @@ __all__ = [
 ]
 
 #: The environments whose adapters implement ``clone()`` (named in the error below).
-SIMULATOR_ENVS = ("twx:* (TextWorldExpress)", "alfworld:* (ALFWorld engine)", "toy:household", "toy:tiger", "webshop",
-                  "scienceworld:* (replays the episode: slow)")
-#: The action a particle whose episode has ended "takes" (it stays as it is).
-DONE_ACTION = "(done)"
+SIMULATOR_ENVS = (
+    "twx:* (TextWorldExpress)",
+    "alfworld:* (ALFWorld engine)",
+    "toy:household",
+    "toy:tiger",
+    "webshop",
+    "scienceworld:* (replays the episode: slow)",
+)
 
 
 def check_clone_factory(factory: Any, env: Any = None) -> Callable[[], Any]:
@@ -61,12 +66,14 @@ def check_clone_factory(factory: Any, env: Any = None) -> Callable[[], Any]:
             name = getattr(env, "name", type(env).__name__)
             raise PlanningError(
                 f"world_model='simulator' needs an environment with clone(); {name!r} has none. "
-                f"Environments that support it: {', '.join(SIMULATOR_ENVS)}; or use world_model='lm'"
+                f"Environments that support it: {', '.join(SIMULATOR_ENVS)}; "
+                "or use world_model='lm'"
             )
         factory = env.clone
     if not callable(factory):
         raise PlanningError(
-            f"world_model='simulator' needs a clone factory (e.g. env.clone); got {type(factory).__name__}. "
+            "world_model='simulator' needs a clone factory (e.g. env.clone); "
+            f"got {type(factory).__name__}. "
             f"Environments that support it: {', '.join(SIMULATOR_ENVS)}"
         )
     return factory
@@ -114,7 +121,8 @@ class SimulatorWorldModel:
 
     ``factory()``: a fresh copy of the real environment in its current state. ``update_graphs``:
     ``(particles, actions, observations, key) -> [(graph or None, triplets)]``, the particles'
-    graphs after the observation (the planner passes the agent's triplet extractor). ``shortlist``: maps an
+    graphs after the observation (the planner passes the agent's triplet extractor).
+    ``shortlist``: maps an
     admissible set to the actions a proposal may see (the agent's own shortlist), or ``None``.
     """
 
@@ -142,9 +150,9 @@ class SimulatorWorldModel:
         self.made.append(env)
         return env
 
-    def __call__(self, key: jax.Array, particles: list[Any], actions: list[str], t: int, horizon: int) -> Transition:
-        from smcplan.planning.text_components import Outcome
-
+    def __call__(
+        self, key: jax.Array, particles: list[Any], actions: list[str], t: int, horizon: int
+    ) -> Transition:
         # copy on write: every holder of an environment but the first gets a clone, made
         # before any of them is stepped
         owner: dict[int, int] = {}
@@ -171,18 +179,30 @@ class SimulatorWorldModel:
             won = bool(info.get("won", False))
             truncated = bool(info.get("truncated", False))
             observations.append(str(obs))
-            outcomes.append(Outcome(
-                score=score, gain=score - p.score, won=won, lost=bool(done and not won and not truncated),
-                done=bool(done), invalid=bool(info.get("invalid", False)),
-            ))
+            outcomes.append(
+                Outcome(
+                    score=score,
+                    gain=score - p.score,
+                    won=won,
+                    lost=bool(done and not won and not truncated),
+                    done=bool(done),
+                    invalid=bool(info.get("invalid", False)),
+                )
+            )
             acts = [] if done else list(info.get("admissible_actions") or env.admissible_actions())
             if self.shortlist is not None and acts:
                 acts = list(self.shortlist(acts))
             admissible.append(tuple(acts))
-        graphs = self.update_graphs(particles, actions, observations, key) if self.update_graphs else [(p.kg, ()) for p in particles]
+        graphs = (
+            self.update_graphs(particles, actions, observations, key)
+            if self.update_graphs
+            else [(p.kg, ()) for p in particles]
+        )
         new = [
             p.extend(a, o, kg=kg, env=env, outcome=oc, admissible=adm, triplets=triples)
-            for p, a, o, (kg, triples), env, oc, adm in zip(particles, actions, observations, graphs, envs, outcomes, admissible, strict=True)
+            for p, a, o, (kg, triples), env, oc, adm in zip(
+                particles, actions, observations, graphs, envs, outcomes, admissible, strict=True
+            )
         ]
         return Transition(new, observations)
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -40,6 +40,7 @@ import jax.numpy as jnp
 from smcplan.memory import KnowledgeGraph, extract_triplets
 from smcplan.planning.components import PlanningError, Proposed, Transition, Twist
 from smcplan.planning.config import DEFAULT_RETRIEVAL, PlannerConfig, Retrieval, parse_progress
+from smcplan.planning.outcome import DONE_ACTION, Outcome
 from smcplan.planning.progress import Seen
 from smcplan.planning.result import PlanResult
 from smcplan.planning.tsmc import tsmc
@@ -68,19 +69,6 @@ def key_to_seed(key: jax.Array) -> int:
 def _clip(text: str, limit: int) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-class Outcome(NamedTuple):
-    """What the environment said about one imagined step (simulator world model only; the LM
-    world model leaves the defaults): the score after it and its ``gain``, ``won``, ``lost``
-    (ended without winning, not by the step limit), ``done`` and ``invalid``."""
-
-    score: float = 0.0
-    gain: float = 0.0
-    won: bool = False
-    lost: bool = False
-    done: bool = False
-    invalid: bool = False
 
 
 @dataclass(frozen=True)
@@ -216,8 +204,6 @@ class LMProposal:
         self.proposer, self.task, self.admissible, self.retrieval = proposer, task, list(admissible), retrieval
 
     def __call__(self, key: jax.Array, particles: list[TextParticle], t: int, horizon: int) -> Proposed:
-        from smcplan.planning.simulator import DONE_ACTION
-
         n = len(particles)
         options = [[DONE_ACTION] if p.done else (list(p.admissible) if p.admissible else self.admissible) for p in particles]
         out = self.proposer(
@@ -364,7 +350,7 @@ def plan_text(
         if extractor == "llm" and memory is not None:
             llm_extractor = llm_extractor or TripletExtractor(lm)
     graphs = GraphUpdate(extractor if memory is not None else "none", llm_extractor, env_kind)
-    from smcplan.planning.plan import as_key
+    from smcplan.planning.batch import as_key
 
     key = as_key(key)
     if twist is None:

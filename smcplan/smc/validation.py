@@ -1,6 +1,7 @@
 """Input checks for weight vectors, eager and inside ``jit``.
 
-Outside ``jit`` (concrete arrays) the kernels call :func:`check_weights` / :func:`check_log_weights`,
+Outside ``jit`` (concrete arrays) the kernels call :func:`check_weights` /
+:func:`check_log_weights`,
 which raise :class:`~smcplan.smc.errors.InvalidWeightsError` naming the problem.  Inside ``jit``
 values are abstract, so nothing can be raised at trace time; the documented checked path is
 :func:`checked`, which wraps a kernel with ``jax.experimental.checkify`` so that the same
@@ -35,7 +36,9 @@ def _check_shape(x: Any, what: str) -> None:
     if np.ndim(x) != 1:
         raise InvalidWeightsError(f"{what} must have shape (N,); got shape {np.shape(x)}")
     if np.shape(x)[0] < 1:
-        raise InvalidWeightsError(f"{what} must hold at least one particle; got shape {np.shape(x)}")
+        raise InvalidWeightsError(
+            f"{what} must hold at least one particle; got shape {np.shape(x)}"
+        )
 
 
 _HOST_CHECK_MAX = 1 << 15  # below this size a host copy is cheaper than a device reduction
@@ -69,12 +72,18 @@ def check_weights(weights: Any) -> None:
             return
     w = np.asarray(weights, dtype=np.float64)
     if np.isnan(w).any():
-        raise InvalidWeightsError(f"weights contain NaN at indices {np.flatnonzero(np.isnan(w))[:5].tolist()}")
+        raise InvalidWeightsError(
+            f"weights contain NaN at indices {np.flatnonzero(np.isnan(w))[:5].tolist()}"
+        )
     if np.isinf(w).any():
-        raise InvalidWeightsError(f"weights contain inf at indices {np.flatnonzero(np.isinf(w))[:5].tolist()}")
+        raise InvalidWeightsError(
+            f"weights contain inf at indices {np.flatnonzero(np.isinf(w))[:5].tolist()}"
+        )
     if (w < 0).any():
         bad = np.flatnonzero(w < 0)[:5]
-        raise InvalidWeightsError(f"weights must be >= 0; negative at indices {bad.tolist()} (values {w[bad].tolist()})")
+        raise InvalidWeightsError(
+            f"weights must be >= 0; negative at indices {bad.tolist()} (values {w[bad].tolist()})"
+        )
     if not w.sum() > 0:
         raise InvalidWeightsError("all weights are zero: no particle survives")
 
@@ -88,13 +97,19 @@ def check_log_weights(log_weights: Any) -> None:
     _check_shape(log_weights, "log-weights")
     if not is_concrete(log_weights):
         return
-    if np.size(log_weights) > _HOST_CHECK_MAX and not any(bool(f) for f in _log_weight_flags(jnp.asarray(log_weights))):
+    if np.size(log_weights) > _HOST_CHECK_MAX and not any(
+        bool(f) for f in _log_weight_flags(jnp.asarray(log_weights))
+    ):
         return
     lw = np.asarray(log_weights, dtype=np.float64)
     if np.isnan(lw).any():
-        raise InvalidWeightsError(f"log-weights contain NaN at indices {np.flatnonzero(np.isnan(lw))[:5].tolist()}")
+        raise InvalidWeightsError(
+            f"log-weights contain NaN at indices {np.flatnonzero(np.isnan(lw))[:5].tolist()}"
+        )
     if np.isposinf(lw).any():
-        raise InvalidWeightsError(f"log-weights contain +inf at indices {np.flatnonzero(np.isposinf(lw))[:5].tolist()}")
+        raise InvalidWeightsError(
+            f"log-weights contain +inf at indices {np.flatnonzero(np.isposinf(lw))[:5].tolist()}"
+        )
     if np.isneginf(lw).all():
         raise InvalidWeightsError("all log-weights are -inf: no particle survives")
 
@@ -111,10 +126,17 @@ def checkify_log_weights(log_weights: jax.Array) -> None:
     """Traced counterpart of :func:`check_log_weights` (valid only under ``checkify.checkify``)."""
     checkify.check(~jnp.any(jnp.isnan(log_weights)), "log-weights contain NaN")
     checkify.check(~jnp.any(jnp.isposinf(log_weights)), "log-weights contain +inf")
-    checkify.check(jnp.any(log_weights > -jnp.inf), "all log-weights are -inf: no particle survives")
+    checkify.check(
+        jnp.any(log_weights > -jnp.inf), "all log-weights are -inf: no particle survives"
+    )
 
 
-def checked(kernel: Callable[..., Any], *, log_domain: bool = False, static_argnums: int | tuple[int, ...] = ()) -> Callable[..., Any]:
+def checked(
+    kernel: Callable[..., Any],
+    *,
+    log_domain: bool = False,
+    static_argnums: int | tuple[int, ...] = (),
+) -> Callable[..., Any]:
     """Jit ``kernel(key, weights, *rest)`` with run-time weight checks; returns ``(err, out)``.
 
     ``log_domain=True`` checks the second argument as log-weights.  Call ``err.throw()`` to raise.
@@ -125,4 +147,6 @@ def checked(kernel: Callable[..., Any], *, log_domain: bool = False, static_argn
         check(args[1])
         return kernel(*args)
 
-    return jax.jit(checkify.checkify(wrapped, errors=checkify.user_checks), static_argnums=static_argnums)
+    return jax.jit(
+        checkify.checkify(wrapped, errors=checkify.user_checks), static_argnums=static_argnums
+    )

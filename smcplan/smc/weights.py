@@ -56,7 +56,8 @@ def ess(log_weights: jax.Array) -> jax.Array:
 
 
 def log_mean_exp(x: jax.Array) -> jax.Array:
-    r""":math:`\log \frac1N \sum_{i=1}^N e^{x_i}`, stable; the log of an importance-sampling mean."""
+    r""":math:`\log \frac1N \sum_{i=1}^N e^{x_i}`, stable; the log of an importance-sampling mean.
+    """
     x = jnp.asarray(x)
     return logsumexp(x) - jnp.log(x.shape[0])
 
@@ -77,4 +78,5 @@ class Weights:
         self.ess = 1.0 / jnp.sum(self.W**2)
 
     def __repr__(self) -> str:
-        return f"Weights(N={self.lw.shape[0]}, ess={float(self.ess):.3g}, log_z={float(self.log_z):.6g})"
+        n, ess, log_z = self.lw.shape[0], float(self.ess), float(self.log_z)
+        return f"Weights(N={n}, ess={ess:.3g}, log_z={log_z:.6g})"

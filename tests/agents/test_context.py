@@ -50,13 +50,20 @@ def test_rendered_history_fits_the_budget_and_keeps_a_suffix_of_the_turns(n, bud
 
 def test_a_larger_budget_never_shows_fewer_turns():
     h = _history(10)
-    counts = [h.render(b, words).count("\n> ") + h.render(b, words).startswith("> ") for b in range(0, 90, 5)]
+    counts = [
+        h.render(b, words).count("\n> ") + h.render(b, words).startswith("> ")
+        for b in range(0, 90, 5)
+    ]
     assert counts == sorted(counts)
 
 
 def test_everything_fits_with_a_generous_budget():
     text = _history(2).render(10_000, words)
-    assert text == "(start)\nYou are in the kitchen.\n> act 0\nobservation number 0 here\n> act 1\nobservation number 1 here"
+    assert (
+        text
+        == "(start)\nYou are in the kitchen.\n> act 0\nobservation number 0 here\n> act 1\n"
+        "observation number 1 here"
+    )
 
 
 def test_long_observations_are_clipped_and_whitespace_collapsed():
@@ -72,7 +79,9 @@ def test_token_counter_uses_the_model_tokenizer_and_memoises(tiny_lm):
 
 
 def test_context_shapes_put_facts_in_the_situation_and_not_in_the_proposal_text():
-    ctx = Context("find the coin", "You see a table.", [("coin", "in", "box")], history="> look\nnothing")
+    ctx = Context(
+        "find the coin", "You see a table.", [("coin", "in", "box")], history="> look\nnothing"
+    )
     prop = ctx.for_proposal()
     assert "coin in box" not in prop and prop.endswith("Current observation:\nYou see a table.")
     assert "What happened so far:\n> look" in prop

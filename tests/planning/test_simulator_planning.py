@@ -26,16 +26,34 @@ from smcplan.planning.text_components import TextParticle
 
 @pytest.fixture(scope="module")
 def drawer():
-    env = make("toy:household", receptacles=("drawer 1", "drawer 2"), key_prior=(1.0, 0.0), start="drawer 1",
-               closed_take="fails")
+    env = make(
+        "toy:household",
+        receptacles=("drawer 1", "drawer 2"),
+        key_prior=(1.0, 0.0),
+        start="drawer 1",
+        closed_take="fails",
+    )
     obs, info = env.reset(0)
     yield env, obs, info["admissible_actions"]
     env.close()
 
 
 def simulated_plan(env, obs, actions, horizon, key, n=512, **kw):
-    return smcplan.plan(env.task, None, actions, observation=obs, key=key, world_model="simulator", simulator=env.clone,
-                        progress="env", proposal="uniform", num_particles=n, horizon=horizon, choice="max_weight", **kw)
+    return smcplan.plan(
+        env.task,
+        None,
+        actions,
+        observation=obs,
+        key=key,
+        world_model="simulator",
+        simulator=env.clone,
+        progress="env",
+        proposal="uniform",
+        num_particles=n,
+        horizon=horizon,
+        choice="max_weight",
+        **kw,
+    )
 
 
 def test_lookahead_opens_the_drawer_before_taking_the_key_and_a_one_step_planner_does_not(drawer):
@@ -51,7 +69,10 @@ def test_lookahead_opens_the_drawer_before_taking_the_key_and_a_one_step_planner
     assert deep.count("open drawer 1") >= 19
     assert shallow.count("open drawer 1") <= 10
     assert "take key 1 from drawer 1" not in shallow
-    assert env.actions == [] and env.state_name == "key 1 in drawer 1; agent at drawer 1; open: nothing"
+    assert (
+        env.actions == []
+        and env.state_name == "key 1 in drawer 1; agent at drawer 1; open: nothing"
+    )
 
 
 def test_env_progress_weights_differ_when_outcomes_differ(drawer):
@@ -74,14 +95,24 @@ def test_env_progress_weights_differ_when_outcomes_differ(drawer):
     assert min(wd[np.asarray(won)]) > max(wd[~np.asarray(won)])
 
 
-def test_simulator_particles_never_touch_the_real_environment_and_resampled_children_get_their_own_clone(drawer):
+def test_simulator_particles_leave_the_real_env_alone_and_resampled_children_get_own_clones(
+    drawer,
+):
     env, obs, actions = drawer
     world = SimulatorWorldModel(env.clone)
     root = TextParticle(kg=None, root_observation=obs)
-    first = world(jax.random.key(0), [root] * 2, ["open drawer 1", "go to drawer 2"], 1, 2).particles
+    first = world(
+        jax.random.key(0), [root] * 2, ["open drawer 1", "go to drawer 2"], 1, 2
+    ).particles
     assert first[0].env is not first[1].env and env.actions == []
     # resampling made both children of particle 0: each gets its own environment
-    second = world(jax.random.key(1), [first[0], first[0]], ["take key 1 from drawer 1", "close drawer 1"], 2, 2).particles
+    second = world(
+        jax.random.key(1),
+        [first[0], first[0]],
+        ["take key 1 from drawer 1", "close drawer 1"],
+        2,
+        2,
+    ).particles
     a, b = second
     assert a.env is not b.env
     assert a.env.actions == ["open drawer 1", "take key 1 from drawer 1"] and a.outcomes[-1].won
@@ -103,7 +134,9 @@ def _assert_clones_independent(env, action_of):
     # a resampled particle appears twice: the second child steps a clone made before either stepped
     p0 = first[0]
     nxt = list(p0.admissible)[:2]
-    second = world(jax.random.key(1), [p0, p0, first[1]], [nxt[0], nxt[-1], list(first[1].admissible)[0]], 2, 2).particles
+    second = world(
+        jax.random.key(1), [p0, p0, first[1]], [nxt[0], nxt[-1], list(first[1].admissible)[0]], 2, 2
+    ).particles
     assert second[0].env is p0.env and second[1].env is not p0.env
     assert second[0].env.actions == [*before_actions, acts[0], nxt[0]]
     assert second[1].env.actions == [*before_actions, acts[0], nxt[-1]]
@@ -154,9 +187,21 @@ def test_each_particles_own_admissible_actions_reach_the_proposal():
     try:
         obs, info = env.reset(10000)
         proposer = RecordingProposer(ActionProposal(tiny_model(), temperature=1.0))
-        res = smcplan.plan(env.task, None, info["admissible_actions"], observation=obs, key=0, world_model="simulator",
-                           simulator=env.clone, progress="novelty", proposal="lm", proposer=proposer, num_particles=4,
-                           horizon=2, ess_threshold=0.0)
+        res = smcplan.plan(
+            env.task,
+            None,
+            info["admissible_actions"],
+            observation=obs,
+            key=0,
+            world_model="simulator",
+            simulator=env.clone,
+            progress="novelty",
+            proposal="lm",
+            proposer=proposer,
+            num_particles=4,
+            horizon=2,
+            ess_threshold=0.0,
+        )
         assert proposer.seen[0] == [sorted(info["admissible_actions"])] * 4
         # without resampling, step 2's particle i extends step 1's particle i: it proposed from the
         # admissible set its own clone reported after its first action
@@ -175,7 +220,9 @@ def test_each_particles_own_admissible_actions_reach_the_proposal():
 def _constant_components(deltas_per_step):
     def proposal(key, particles, t, horizon):
         n = len(particles)
-        return Proposed([f"a{i}" for i in range(n)], jnp.log(jnp.arange(1, n + 1) / (n * (n + 1) / 2)))
+        return Proposed(
+            [f"a{i}" for i in range(n)], jnp.log(jnp.arange(1, n + 1) / (n * (n + 1) / 2))
+        )
 
     def world(key, particles, actions, t, horizon):
         return Transition(list(particles), list(actions))
@@ -195,10 +242,19 @@ def _constant_components(deltas_per_step):
         ([[1, 0, 0, 0], [0, 0, 0, 0]], False),
     ],
 )
-def test_degenerate_is_true_exactly_when_every_delta_is_equal_and_the_tie_break_is_recorded(deltas, degenerate):
+def test_degenerate_is_true_exactly_when_every_delta_is_equal_and_the_tie_break_is_recorded(
+    deltas, degenerate
+):
     proposal, world, twist = _constant_components(deltas)
-    res = tsmc([None] * 4, jax.random.key(0), proposal=proposal, world_model=world, twist=twist, horizon=2,
-               tie_break="proposal")
+    res = tsmc(
+        [None] * 4,
+        jax.random.key(0),
+        proposal=proposal,
+        world_model=world,
+        twist=twist,
+        horizon=2,
+        tie_break="proposal",
+    )
     assert res.degenerate is degenerate
     if degenerate:
         # the documented tie-break: the step-1 action with the largest proposal probability
@@ -213,7 +269,9 @@ def test_the_trace_has_the_viewer_schema_and_truncates_large_runs(drawer):
     env, obs, actions = drawer
     res = simulated_plan(env, obs, actions, 2, 0, n=6)
     trace = res.trace()
-    assert trace["truncated"] is False and trace["action"] == res.action and len(trace["steps"]) == 2
+    assert (
+        trace["truncated"] is False and trace["action"] == res.action and len(trace["steps"]) == 2
+    )
     for t, step in enumerate(trace["steps"], start=1):
         assert step["t"] == t and len(step["actions"]) == len(step["observations"]) == 6
         assert len(step["ancestors"]) == len(step["weights"]) == len(step["log_weights"]) == 6
@@ -225,8 +283,14 @@ def test_the_trace_has_the_viewer_schema_and_truncates_large_runs(drawer):
 
 
 def test_novelty_counts_places_and_entities_not_text_and_env_counts_score():
-    kitchen = "You are in the kitchen. In one part of the room you see a stove. \nTo the West you see the living room. "
-    living = "You are in the living room. In one part of the room you see a sofa. \nTo the East you see the kitchen. "
+    kitchen = (
+        "You are in the kitchen. In one part of the room you see a stove. "
+        "\nTo the West you see the living room. "
+    )
+    living = (
+        "You are in the living room. In one part of the room you see a sofa. "
+        "\nTo the East you see the kitchen. "
+    )
     seen = Seen().after(kitchen, None, {}, "twx")
     assert seen.place == "kitchen" and seen.visits == (("kitchen", 1),)
     p = TextParticle(kg=None, root_observation=kitchen)
@@ -235,20 +299,33 @@ def test_novelty_counts_places_and_entities_not_text_and_env_counts_score():
     again = stayed.extend("look around", kitchen)  # and again: 1/sqrt(3)
     key = jax.random.key(0)
     score = NoveltyProgress(seen, "twx")(key, [moved, stayed, again], 1, 1)
-    np.testing.assert_allclose(np.asarray(score.delta), [1.0, 0.5 / np.sqrt(2), 0.5 / np.sqrt(3)], rtol=1e-6)
-    np.testing.assert_allclose(float(score.log_psi[2]), 0.5 / np.sqrt(2) + 0.5 / np.sqrt(3), rtol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(score.delta), [1.0, 0.5 / np.sqrt(2), 0.5 / np.sqrt(3)], rtol=1e-6
+    )
+    np.testing.assert_allclose(
+        float(score.log_psi[2]), 0.5 / np.sqrt(2) + 0.5 / np.sqrt(3), rtol=1e-6
+    )
     assert float(EnvProgress()(key, [moved], 1, 1).delta[0]) == 0.0
 
 
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"progress": "curiosity"}, r"unknown progress 'curiosity'.*valid: lm, env, rlvmr, novelty"),
-        ({"progress": "env+magic"}, r"unknown progress 'magic' in 'env\+magic'; valid: lm, env, rlvmr, novelty"),
+        (
+            {"progress": "curiosity"},
+            r"unknown progress 'curiosity'.*valid: lm, env, rlvmr, novelty",
+        ),
+        (
+            {"progress": "env+magic"},
+            r"unknown progress 'magic' in 'env\+magic'; valid: lm, env, rlvmr, novelty",
+        ),
         ({"world_model": "dream"}, "unknown world_model 'dream'; known: lm, simulator"),
         ({"world_model": "simulator"}, "needs simulator= a clone factory"),
         ({"tie_break": "coin"}, "unknown tie_break 'coin'; known: proposal, none"),
-        ({"particles": 3}, "unknown plan\\(\\) option\\(s\\) 'particles'; planner options: num_particles"),
+        (
+            {"particles": 3},
+            "unknown plan\\(\\) option\\(s\\) 'particles'; planner options: num_particles",
+        ),
     ],
 )
 def test_bad_planner_settings_name_the_valid_ones(kwargs, message):
@@ -267,16 +344,28 @@ def test_the_simulator_on_an_environment_without_clone_names_those_that_have_one
         def __init__(self):
             super().__init__("custom:noclone", 5)
 
-    agent = NeSyFSAgent(tiny_model(), world_model="simulator", progress="env", slow_thinking="always")
+    agent = NeSyFSAgent(
+        tiny_model(), world_model="simulator", progress="env", slow_thinking="always"
+    )
     assert agent.needs_simulator
-    with pytest.raises(PlanningError, match=r"'custom:noclone' has none\. Environments that support it: twx:\*"):
+    with pytest.raises(
+        PlanningError, match=r"'custom:noclone' has none\. Environments that support it: twx:\*"
+    ):
         agent.attach_simulator(NoClone().clone, NoClone())
 
 
 def test_planner_config_is_validated_once_with_one_set_of_defaults():
     cfg = PlannerConfig()
-    assert (cfg.num_particles, cfg.horizon, cfg.ess_threshold, cfg.weighting) == (4, 2, 1.0, "nesyfs")
-    assert PlannerConfig.from_options(progress="env+novelty", world_model="simulator").progress == "env+novelty"
+    assert (cfg.num_particles, cfg.horizon, cfg.ess_threshold, cfg.weighting) == (
+        4,
+        2,
+        1.0,
+        "nesyfs",
+    )
+    assert (
+        PlannerConfig.from_options(progress="env+novelty", world_model="simulator").progress
+        == "env+novelty"
+    )
     with pytest.raises(PlanningError, match="unknown planner option"):
         PlannerConfig.from_options(N=3)
 

@@ -15,24 +15,22 @@ rely on: no product text mentions an attribute it lacks or any option value, and
 gold path (search the instruction, page to the target, click it and its options, buy) earns
 reward 1.
 
-Usage: ``python -m smcplan.envs.webshop.synthetic [--out DIR] [--check]``; ``--check`` fails if
-the shipped files differ from what this module generates.
+Regenerate or check the shipped files with ``python scripts/webshop_catalog.py [--out DIR]
+[--check]`` (:func:`stale_files` is the check).
 
 Pure standard library; must not import other smcplan layers except ``smcplan.envs.webshop``.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SEED", "TYPES", "build", "write", "main"]
+__all__ = ["SEED", "TYPES", "build", "write", "stale_files"]
 
 SEED = 20240607
 PRODUCTS_PER_TYPE = 10
@@ -55,7 +53,9 @@ class ProductType:
 
 TYPES: tuple[ProductType, ...] = (
     ProductType(
-        "shampoo", "beauty", "shampoo",
+        "shampoo",
+        "beauty",
+        "shampoo",
         "Beauty & Personal Care › Hair Care › Shampoo & Conditioner › Shampoos",
         "Shampoo",
         {
@@ -67,13 +67,17 @@ TYPES: tuple[ProductType, ...] = (
             "cruelty free": "Cruelty free: never tested on animals.",
             "color safe": "Color safe cleansing that keeps dyed hair vibrant.",
         },
-        {"size": ("8 fl oz", "12 fl oz", "16.9 fl oz", "33.8 fl oz"),
-         "scent": ("coconut", "eucalyptus", "citrus", "unscented")},
+        {
+            "size": ("8 fl oz", "12 fl oz", "16.9 fl oz", "33.8 fl oz"),
+            "scent": ("coconut", "eucalyptus", "citrus", "unscented"),
+        },
         (7.0, 28.0),
         ("Rich lather that rinses clean.", "Suitable for daily use by the whole family."),
     ),
     ProductType(
-        "moisturizer", "beauty", "face moisturizer",
+        "moisturizer",
+        "beauty",
+        "face moisturizer",
         "Beauty & Personal Care › Skin Care › Face › Creams & Moisturizers › Face Moisturizers",
         "Face Moisturizer",
         {
@@ -90,7 +94,9 @@ TYPES: tuple[ProductType, ...] = (
         ("Absorbs quickly and layers well under makeup.", "Dermatologist tested."),
     ),
     ProductType(
-        "running shoes", "fashion", "men's running shoes",
+        "running shoes",
+        "fashion",
+        "men's running shoes",
         "Clothing, Shoes & Jewelry › Men › Shoes › Athletic › Running › Road Running",
         "Men's Running Shoe",
         {
@@ -102,13 +108,17 @@ TYPES: tuple[ProductType, ...] = (
             "memory foam": "Memory foam sockliner molds to your foot.",
             "shock absorbing": "Shock absorbing midsole protects the joints.",
         },
-        {"size": ("8", "8.5", "9", "9.5", "10", "10.5", "11", "12"),
-         "color": ("black", "white", "grey", "blue", "orange")},
+        {
+            "size": ("8", "8.5", "9", "9.5", "10", "10.5", "11", "12"),
+            "color": ("black", "white", "grey", "blue", "orange"),
+        },
         (35.0, 120.0),
         ("Padded collar and tongue.", "Pull tab at the heel for easy on and off."),
     ),
     ProductType(
-        "t-shirt", "fashion", "women's t-shirt",
+        "t-shirt",
+        "fashion",
+        "women's t-shirt",
         "Clothing, Shoes & Jewelry › Women › Clothing › Tops, Tees & Blouses › T-Shirts",
         "Women's T-Shirt",
         {
@@ -120,13 +130,17 @@ TYPES: tuple[ProductType, ...] = (
             "moisture wicking": "Moisture wicking fabric for workouts.",
             "v neck": "Flattering v neck neckline.",
         },
-        {"size": ("small", "medium", "large", "x-large"),
-         "color": ("black", "white", "pink", "green", "purple")},
+        {
+            "size": ("small", "medium", "large", "x-large"),
+            "color": ("black", "white", "pink", "green", "purple"),
+        },
         (9.0, 30.0),
         ("Tagless label for all-day comfort.", "Pairs with jeans, shorts or skirts."),
     ),
     ProductType(
-        "green tea", "grocery", "green tea bags",
+        "green tea",
+        "grocery",
+        "green tea bags",
         "Grocery & Gourmet Food › Beverages › Coffee, Tea & Cocoa › Tea › Green Tea",
         "Green Tea Bags",
         {
@@ -138,13 +152,17 @@ TYPES: tuple[ProductType, ...] = (
             "sugar free": "Sugar free with zero calories.",
             "high antioxidant": "High antioxidant catechins in every cup.",
         },
-        {"flavor name": ("jasmine", "mint", "lemon ginger", "matcha"),
-         "size": ("20 count", "40 count", "100 count")},
+        {
+            "flavor name": ("jasmine", "mint", "lemon ginger", "matcha"),
+            "size": ("20 count", "40 count", "100 count"),
+        },
         (4.0, 22.0),
         ("Steep two to three minutes in hot water.", "Enjoy hot or iced."),
     ),
     ProductType(
-        "trail mix", "grocery", "trail mix snack",
+        "trail mix",
+        "grocery",
+        "trail mix snack",
         "Grocery & Gourmet Food › Snack Foods › Trail Mix",
         "Trail Mix",
         {
@@ -156,14 +174,19 @@ TYPES: tuple[ProductType, ...] = (
             "dark chocolate": "Studded with dark chocolate chunks.",
             "keto friendly": "Keto friendly, with few net carbs.",
         },
-        {"flavor name": ("original", "sweet and salty", "tropical", "maple pecan"),
-         "size": ("1 pound", "2 pound", "6 pack")},
+        {
+            "flavor name": ("original", "sweet and salty", "tropical", "maple pecan"),
+            "size": ("1 pound", "2 pound", "6 pack"),
+        },
         (6.0, 35.0),
         ("Great for hiking, school lunches and road trips.", "Roasted in small batches."),
     ),
     ProductType(
-        "earbuds", "electronics", "wireless earbuds",
-        "Electronics › Headphones, Earbuds & Accessories › Headphones & Earbuds › Earbud Headphones",
+        "earbuds",
+        "electronics",
+        "wireless earbuds",
+        "Electronics › Headphones, Earbuds & Accessories › Headphones & Earbuds › Earbud "
+        "Headphones",
         "Wireless Earbuds",
         {
             "noise cancelling": "Active noise cancelling blocks background noise.",
@@ -179,8 +202,11 @@ TYPES: tuple[ProductType, ...] = (
         ("Three sizes of ear tips included.", "Pairs automatically when the case opens."),
     ),
     ProductType(
-        "charging cable", "electronics", "usb c charging cable",
-        "Electronics › Computers & Accessories › Computer Accessories & Peripherals › Cables › USB Cables",
+        "charging cable",
+        "electronics",
+        "usb c charging cable",
+        "Electronics › Computers & Accessories › Computer Accessories & Peripherals › Cables › "
+        "USB Cables",
         "USB C Charging Cable",
         {
             "fast charging": "Fast charging at up to 60 watts.",
@@ -191,14 +217,16 @@ TYPES: tuple[ProductType, ...] = (
             "right angle": "Right angle plug for gaming and in-car use.",
             "led indicator": "Led indicator lights up while charging.",
         },
-        {"color": ("black", "white", "gold", "silver"),
-         "size": ("3 ft", "6 ft", "10 ft")},
+        {"color": ("black", "white", "gold", "silver"), "size": ("3 ft", "6 ft", "10 ft")},
         (5.0, 25.0),
         ("Works with phones, tablets and laptops.", "Aluminum connector housing."),
     ),
     ProductType(
-        "office chair", "home", "office chair",
-        "Home & Kitchen › Furniture › Home Office Furniture › Home Office Chairs › Home Office Desk Chairs",
+        "office chair",
+        "home",
+        "office chair",
+        "Home & Kitchen › Furniture › Home Office Furniture › Home Office Chairs › Home Office "
+        "Desk Chairs",
         "Office Chair",
         {
             "lumbar support": "Adjustable lumbar support for the lower back.",
@@ -214,7 +242,9 @@ TYPES: tuple[ProductType, ...] = (
         ("Quiet rolling casters for hard floors and carpet.", "Five-star steel base."),
     ),
     ProductType(
-        "pillow covers", "home", "throw pillow covers",
+        "pillow covers",
+        "home",
+        "throw pillow covers",
         "Home & Kitchen › Bedding › Decorative Pillows, Inserts & Covers › Throw Pillow Covers",
         "Throw Pillow Covers",
         {
@@ -226,8 +256,10 @@ TYPES: tuple[ProductType, ...] = (
             "double sided": "Double sided print.",
             "machine washable": "Machine washable on a gentle cycle.",
         },
-        {"color": ("green", "yellow", "grey", "white", "orange"),
-         "size": ("16 x 16 inch", "18 x 18 inch", "20 x 20 inch")},
+        {
+            "color": ("green", "yellow", "grey", "white", "orange"),
+            "size": ("16 x 16 inch", "18 x 18 inch", "20 x 20 inch"),
+        },
         (8.0, 30.0),
         ("Insert not included.", "Adds a cozy accent to any room."),
     ),
@@ -405,30 +437,17 @@ def write(out: Path) -> dict[str, Path]:
     return paths
 
 
-def main(argv: list[str] | None = None) -> int:
+def stale_files(folder: Path | None = None) -> list[str]:
+    """The catalog files in ``folder`` (default: the shipped ``data/``) that differ from what
+    :func:`write` generates now, or are missing; ``[]`` when the folder is up to date."""
     from smcplan.envs.webshop.catalog import DATA_DIR, SYNTHETIC_FILES
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=DATA_DIR, help="output folder")
-    parser.add_argument("--check", action="store_true",
-                        help="compare with the shipped files instead of writing them")
-    args = parser.parse_args(argv)
-    if args.check:
-        with tempfile.TemporaryDirectory() as tmp:
-            fresh = write(Path(tmp))
-            stale = [name for key, name in SYNTHETIC_FILES.items()
-                     if not (DATA_DIR / name).exists()
-                     or (DATA_DIR / name).read_bytes() != fresh[key].read_bytes()]
-        if stale:
-            print(f"shipped synthetic catalog differs from the generator: {', '.join(stale)}")
-            return 1
-        print("shipped synthetic catalog matches the generator")
-        return 0
-    paths = write(args.out)
-    for p in paths.values():
-        print(p)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    folder = DATA_DIR if folder is None else Path(folder)
+    with tempfile.TemporaryDirectory() as tmp:
+        fresh = write(Path(tmp))
+        return [
+            name
+            for key, name in SYNTHETIC_FILES.items()
+            if not (folder / name).exists()
+            or (folder / name).read_bytes() != fresh[key].read_bytes()
+        ]
