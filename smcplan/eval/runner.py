@@ -32,6 +32,7 @@ from typing import Any, TextIO
 from smcplan.eval.build import (
     EnvPool,
     agent_needs_lm,
+    attach_simulator,
     check_agent,
     default_load_lm,
     default_make_agent,
@@ -171,6 +172,7 @@ def _play(
         raise EpisodeFailed("env", exc) from exc
     try:
         agent = make_agent(config.agent, lm, agent_seed, dict(config.agent_config))
+        attach_simulator(agent, env)
     except (ValueError, TypeError):
         raise
     except Exception as exc:  # noqa: BLE001
