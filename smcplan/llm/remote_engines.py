@@ -1,0 +1,220 @@
+"""What each serving engine is asked, per operation: exact continuation scoring and constrained sampling.
+
+Scoring ``log p(c | x) = Σ_j log p(c_j | x, c_<j)`` needs the engine to return the log-probs of
+*given* tokens; sampling needs its own structured-output feature. Per engine:
+
+* **vLLM** (``/v1/completions``): the prompt is sent as token ids ``x + c`` with ``echo=true``,
+  ``logprobs=0``, ``max_tokens=1``; ``choices[i].logprobs.token_logprobs[k]`` is
+  ``log p(t_k | t_<k)``, so the score is the sum over positions ``|x| .. |x|+|c|-1``. Same
+  token ids as the local backend, so the same numbers up to kernels. Output types:
+  ``structured_outputs`` ``{"choice"|"regex"|"json": ...}`` (vLLM >= 0.10.2).
+* **SGLang** (native ``/generate``): ``input_ids = x + c``, ``return_logprob=true``,
+  ``logprob_start_len = |x| - 1``, ``max_new_tokens=0``; ``meta_info.input_token_logprobs``
+  holds ``(logprob, token_id, ·)`` per input position; the last ``|c|`` entries are checked
+  against ``c``'s ids. The radix cache keeps the shared prompt. Output types: ``regex`` /
+  ``json_schema`` sampling parameters.
+* **llama.cpp** (llama-cpp-python's server, started with ``--logits_all true``): its
+  ``/v1/completions`` takes text only, so ``x + c`` is sent as text with ``echo=true``,
+  ``logprobs=0``, ``max_tokens=1``. *Known defect (llama-cpp-python 0.3.36,
+  ``Llama._create_completion``):* the echo path pairs prompt token ``k`` with row ``k`` of the
+  logits after stripping one leading BOS token. Row ``k`` belongs to the token *before* ``k``
+  only when the prompt began with BOS; otherwise every prompt log-prob is read one row late
+  (the model's probability of the token at its own position: −11.0 instead of −1.17 for
+  " is" after "The coin"). Tokens equal to BOS inside the prompt are also dropped from the
+  lists. Workaround here: the prompt's first token must be BOS (ChatML prompts of SmolLM2 start
+  with ``<|im_start|>``, its BOS); the tail of the lists is then exact and is matched to
+  ``c``'s tokens. A prompt that does not start with BOS raises :class:`EngineLacksFeature`.
+  Output types: a GBNF ``grammar`` translated from the same regex outlines uses
+  (:mod:`smcplan.llm.gbnf`).
+* any other OpenAI-compatible server: sampling only; scoring raises
+  :class:`EngineLacksFeature`.
+
+Must not import ``smcplan.memory`` or ``smcplan.envs``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from smcplan.llm.remote_http import EngineLacksFeature, HttpClient, RemoteLMError
+
+__all__ = ["ENGINES", "detect_engine", "score_rows", "structured_fields", "SCORING"]
+
+ENGINES = ("vllm", "sglang", "llamacpp", "openai")
+SCORING = {
+    "vllm": "echo + logprobs on token ids (/v1/completions)",
+    "sglang": "return_logprob + logprob_start_len (/generate)",
+    "llamacpp": "echo + logprobs with logits_all (prompt must start with BOS)",
+}
+_BATCH_ROWS = 32
+
+
+def detect_engine(http: HttpClient) -> tuple[str, list[str]]:
+    """``(engine, served model ids)`` from ``GET /models`` (``owned_by``) and a probe for
+    llama-cpp-python's ``/extras/tokenize``."""
+    listing = http.get("/models")
+    data = listing.get("data", []) if isinstance(listing, dict) else []
+    ids = [str(m.get("id")) for m in data]
+    owners = {str(m.get("owned_by", "")).lower() for m in data}
+    if "vllm" in owners:
+        return "vllm", ids
+    if "sglang" in owners:
+        return "sglang", ids
+    try:
+        http.request("POST", "/extras/tokenize", {"input": "a"}, root=True, retries=0)
+        return "llamacpp", ids
+    except RemoteLMError:
+        return "openai", ids
+
+
+def _check_tail(engine: str, got: Sequence[int], want: Sequence[int], row: int) -> None:
+    if list(got) != list(want):
+        raise RemoteLMError(
+            f"{engine}: scored tokens {list(got)} of row {row} differ from the continuation's "
+            f"tokens {list(want)}; the server tokenizes differently from the client tokenizer"
+        )
+
+
+def _score_vllm(http, model, full: list[list[int]], plen: list[int]) -> list[float]:
+    out: list[float] = []
+    for start in range(0, len(full), _BATCH_ROWS):
+        rows = full[start : start + _BATCH_ROWS]
+        body = {
+            "model": model,
+            "prompt": rows,
+            "max_tokens": 1,
+            "temperature": 0.0,
+            "echo": True,
+            "logprobs": 0,
+        }
+        choices = sorted(http.post("/completions", body)["choices"], key=lambda c: c["index"])
+        for k, choice in enumerate(choices):
+            i = start + k
+            lps = choice["logprobs"]["token_logprobs"]
+            out.append(float(sum(lps[plen[i] : len(full[i])])))
+    return out
+
+
+def _score_sglang(http, full: list[list[int]], plen: list[int]) -> list[float]:
+    out: list[float] = []
+    for start in range(0, len(full), _BATCH_ROWS):
+        rows = full[start : start + _BATCH_ROWS]
+        body = {
+            "input_ids": rows,
+            "sampling_params": {"max_new_tokens": 0, "temperature": 0.0},
+            "return_logprob": True,
+            "logprob_start_len": [max(0, plen[start + k] - 1) for k in range(len(rows))],
+        }
+        res = http.post("/generate", body, root=True)
+        res = res if isinstance(res, list) else [res]
+        for k, item in enumerate(res):
+            i = start + k
+            m = len(full[i]) - plen[i]
+            entries = [e for e in item["meta_info"]["input_token_logprobs"] if e[0] is not None]
+            tail = entries[len(entries) - m :]
+            _check_tail("sglang", [int(e[1]) for e in tail], full[i][plen[i] :], i)
+            out.append(float(sum(e[0] for e in tail)))
+    return out
+
+
+def _score_llamacpp(
+    http, model, texts: list[str], full: list[list[int]], plen: list[int], bos: int | None, decode
+) -> list[float]:
+    out: list[float] = []
+    for i, text in enumerate(texts):
+        if bos is None or not full[i] or full[i][0] != bos:
+            raise EngineLacksFeature(
+                "llama.cpp (llama-cpp-python server): echo log-probs are exact only for prompts "
+                "that start with the BOS token (llama-cpp-python pairs each prompt token with "
+                "the logits row of the next position otherwise); this prompt starts with token "
+                f"{full[i][:1]} and BOS is {bos}. Use vLLM or SGLang, or a chat template that "
+                "begins with BOS"
+            )
+        body = {
+            "model": model,
+            "prompt": text,
+            "max_tokens": 1,
+            "temperature": 0.0,
+            "echo": True,
+            "logprobs": 0,
+        }
+        lp = http.post("/completions", body)["choices"][0]["logprobs"]
+        vals, toks = lp["token_logprobs"], lp["tokens"]
+        cont = full[i][plen[i] :]
+        # entries: the prompt tokens after the stripped BOS (inner BOS ids skipped), the
+        # continuation, then the generated token unless it was end-of-generation
+        listed = sum(1 for t in full[i][1:] if t != bos)
+        m = len(cont)
+        if len(vals) not in (listed, listed + 1):
+            raise RemoteLMError(
+                f"llama.cpp: row {i} echoed {len(vals)} tokens, expected {listed} or "
+                f"{listed + 1}; the server tokenized prompt + continuation differently"
+            )
+        end = listed
+        tail_vals, tail_toks = vals[end - m : end], toks[end - m : end]
+        want = [decode([t]).replace("\ufffd", "") for t in cont]
+        if [t.replace("\ufffd", "") for t in tail_toks] != want or None in tail_vals:
+            raise RemoteLMError(
+                f"llama.cpp: echoed tokens {tail_toks} of row {i} differ from the continuation's "
+                f"tokens {want}; the server tokenized prompt + continuation differently"
+            )
+        out.append(float(sum(tail_vals)))
+    return out
+
+
+def score_rows(
+    engine: str,
+    http: HttpClient,
+    model: str,
+    prompt_ids: list[list[int]],
+    cont_ids: list[list[int]],
+    texts: list[str],
+    bos: int | None,
+    decode,
+) -> list[float]:
+    """``log p(cont | prompt)`` per row through ``engine`` (module docstring)."""
+    full = [p + c for p, c in zip(prompt_ids, cont_ids, strict=True)]
+    plen = [len(p) for p in prompt_ids]
+    if engine == "vllm":
+        return _score_vllm(http, model, full, plen)
+    if engine == "sglang":
+        return _score_sglang(http, full, plen)
+    if engine == "llamacpp":
+        return _score_llamacpp(http, model, texts, full, plen, bos, decode)
+    raise EngineLacksFeature(
+        f"the engine at {http.base_url} ({engine!r}: not recognised as vLLM, SGLang or "
+        "llama-cpp-python) cannot score a fixed continuation: that needs prompt log-probs "
+        "(vLLM echo+logprobs or prompt_logprobs, SGLang return_logprob with "
+        "logprob_start_len, llama-cpp-python echo with logits_all); pass engine=... if it is one"
+    )
+
+
+def structured_fields(engine: str, spec: Any, regex: str | None) -> dict[str, Any]:
+    """Request fields that make ``engine`` enforce the output type ``spec`` (``{}`` = free text)."""
+    if spec.term is None:
+        return {}
+    key: str = spec.key
+    if engine == "vllm":
+        if key.startswith("choice:"):
+            return {"structured_outputs": {"choice": json.loads(key[len("choice:") :])}}
+        if key.startswith("json:"):
+            return {"structured_outputs": {"json": json.loads(key[len("json:") :])}}
+        return {"structured_outputs": {"regex": regex}}
+    if engine == "sglang":
+        if key.startswith("json:"):
+            return {"json_schema": key[len("json:") :]}
+        if key.startswith("choice:"):
+            items = json.loads(key[len("choice:") :])
+            return {"regex": "(" + "|".join(re.escape(c) for c in items) + ")"}
+        return {"regex": regex}
+    if engine == "llamacpp":
+        from smcplan.llm.gbnf import regex_to_gbnf
+
+        return {"grammar": regex_to_gbnf(regex or "")}
+    raise EngineLacksFeature(
+        f"constrained output ({key[:60]}...) needs an engine with structured outputs (vLLM "
+        f"structured_outputs, SGLang regex/json_schema, llama.cpp grammar); {engine!r} has none known"
+    )
