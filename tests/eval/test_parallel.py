@@ -93,6 +93,22 @@ def _records(out):
     return result
 
 
+@pytest.fixture(scope="module")
+def ray_cluster():
+    """One local Ray cluster for the in-process tests (run_eval reuses a running one and leaves it
+    up); at the end it is shut down and nothing it started may be left."""
+    import ray
+
+    from smcplan.eval.parallel import _start
+
+    before = _procs()
+    started = _start(ray, 2, None)
+    yield
+    if started:
+        ray.shutdown()
+    assert _left_behind(before) == {}
+
+
 def _config(out, env="twx:coin", n=6, **kw):
     return EvalConfig(
         envs=[env], out=str(out), seeds=list(range(DEV, DEV + n)),
@@ -100,8 +116,7 @@ def _config(out, env="twx:coin", n=6, **kw):
     )  # fmt: skip
 
 
-def test_two_workers_write_the_same_episodes_as_one(tmp_path):
-    before = _procs()
+def test_two_workers_write_the_same_episodes_as_one(tmp_path, ray_cluster):
     run_eval(_config(tmp_path / "one"), progress=False)
     run_eval(_config(tmp_path / "two"), progress=False, workers=2)
     one, two = _records(tmp_path / "one"), _records(tmp_path / "two")
@@ -109,7 +124,6 @@ def test_two_workers_write_the_same_episodes_as_one(tmp_path):
     assert sorted(p.name for p in (tmp_path / "two").iterdir()) == sorted(
         p.name for p in (tmp_path / "one").iterdir()
     )
-    assert _left_behind(before) == {}
 
 
 def _slow_agent_factory(delay_s: float, die_on: int | None = None):
@@ -134,8 +148,7 @@ def _slow_agent_factory(delay_s: float, die_on: int | None = None):
     return make_agent
 
 
-def test_sigkill_of_a_worker_mid_sweep_loses_no_finished_episode(tmp_path):
-    before = _procs()
+def test_sigkill_of_a_worker_mid_sweep_loses_no_finished_episode(tmp_path, ray_cluster):
     out = tmp_path / "killed"
     paths = RunPaths(out)
     killed: list[int] = []
@@ -153,7 +166,7 @@ def test_sigkill_of_a_worker_mid_sweep_loses_no_finished_episode(tmp_path):
 
     thread = threading.Thread(target=killer)
     thread.start()
-    config = _config(out, env="toy:household", n=8, max_steps=12)
+    config = _config(out, env="twx:coin", n=8, max_steps=12)
     run_eval(config, progress=False, workers=2, make_agent=_slow_agent_factory(0.05))
     thread.join()
     assert killed, "no worker was running to be killed"
@@ -161,14 +174,14 @@ def test_sigkill_of_a_worker_mid_sweep_loses_no_finished_episode(tmp_path):
         assert (paths.episodes / name).read_bytes() == blob
     got = _records(out)
     assert len(got) == 8 and all(s["status"] == "ok" for s, _ in got.values())  # retried once
-    run_eval(_config(tmp_path / "seq", env="toy:household", n=8, max_steps=12), progress=False)
+    run_eval(_config(tmp_path / "seq", env="twx:coin", n=8, max_steps=12), progress=False)
     assert got == _records(tmp_path / "seq")
-    assert _left_behind(before) == {}
 
 
-def test_an_episode_whose_worker_dies_twice_is_an_error_and_the_sweep_goes_on(tmp_path):
-    before = _procs()
-    config = _config(tmp_path / "run", env="toy:household", n=5, max_steps=5)
+def test_an_episode_whose_worker_dies_twice_is_an_error_and_the_sweep_goes_on(
+    tmp_path, ray_cluster
+):
+    config = _config(tmp_path / "run", env="twx:coin", n=5, max_steps=5)
     target = resolve_episodes(config.envs, seeds=config.seeds)[2].id
     die_on = episode_seed(config.seed, target)
     summaries = run_eval(
@@ -180,7 +193,6 @@ def test_an_episode_whose_worker_dies_twice_is_an_error_and_the_sweep_goes_on(tm
     assert "died 2 times" in by_id[target]["error"]["message"]
     assert all(s["status"] == "ok" for e, s in by_id.items() if e != target)
     assert list(read_jsonl(RunPaths(tmp_path / "run").steps(target))) == []
-    assert _left_behind(before) == {}
 
 
 def test_ctrl_c_stops_a_parallel_sweep_with_no_ray_or_jvm_process_left(tmp_path):
