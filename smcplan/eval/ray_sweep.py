@@ -52,25 +52,28 @@ class EpisodeWorker:
     """Runs episodes one at a time in a Ray worker; see the module docstring."""
 
     def __init__(self, factory: WorkerFactory) -> None:
-        from smcplan.eval import runner
+        from smcplan.eval.build import EnvPool
+        from smcplan.eval.progress import Bars
 
-        self._runner = runner
         self.f = factory
         self.scratch = tempfile.mkdtemp(prefix="smcplan-worker-")
         self.paths = RunPaths(self.scratch)
         self.paths.episodes.mkdir(parents=True, exist_ok=True)
-        self.pool = runner._EnvPool(factory.make_env, {"max_steps": factory.config.max_steps})
-        self.bars = runner._Bars(0, 0, factory.config.max_steps, False, None)
+        self.pool = EnvPool(factory.make_env, {"max_steps": factory.config.max_steps})
+        self.bars = Bars(0, 0, factory.config.max_steps, False, None)
         self.lm: Any = None
         self._lm_loaded = False
 
     def __call__(self, index: int, spec: EpisodeSpec) -> dict[str, Any]:
+        from smcplan.eval.build import agent_needs_lm
+        from smcplan.eval.runner import _run_one
+
         config = self.f.config
         if not self._lm_loaded:
-            if config.model != "none" and self._runner.agent_needs_lm(config.agent):
+            if config.model != "none" and agent_needs_lm(config.agent):
                 self.lm = self.f.load_lm(config.model, config.quantization)
             self._lm_loaded = True
-        summary = self._runner._run_one(
+        summary = _run_one(
             config, self.paths, index, spec, self.pool, self.f.make_agent, self.lm, self.bars
         )
         steps_path = self.paths.steps(spec.id)
@@ -103,11 +106,12 @@ def failure_summary(
     config: Any, index: int, spec: EpisodeSpec, exc: BaseException
 ) -> dict[str, Any]:
     """The summary of an episode whose worker process died on every attempt."""
-    from smcplan.eval import runner
+    from smcplan.eval.config import now as _now
+    from smcplan.eval.loop import error_record
     from smcplan.eval.metrics import episode_stats
 
     stats = episode_stats([], env=spec.env, won=False, score=0.0, status="error")
-    now = runner._now()
+    now = _now()
     return {
         "schema": EPISODE_SCHEMA,
         "episode": spec.id,
@@ -121,7 +125,7 @@ def failure_summary(
         "model": config.model,
         "agent_seed": episode_seed(config.seed, spec.id),
         "status": "error",
-        "error": runner._error("worker", exc),
+        "error": error_record("worker", exc),
         "won": False,
         "score": 0.0,
         "steps": stats.steps,
