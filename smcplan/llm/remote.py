@@ -14,7 +14,9 @@ Differences from the in-process model, by construction:
 * ``Sample.logp`` is the engine's log-probability of the sampled tokens under the raw model;
   ``Sample.logq`` is set to the same value, because no engine returns the density of its own
   masked, tempered proposal. Weights that divide by q (``weighting="twisted"``) therefore
-  treat remote proposals as draws from the model itself.
+  treat remote proposals as draws from the model itself. With llama.cpp both are NaN: its
+  server sorts the whole vocabulary in Python for each reported token, which would cost more
+  than the sampling itself.
 * the engine's random generator is seeded per request (``seed``), so a run is reproducible on
   the same engine build, but the numbers differ from the local model's.
 
@@ -194,8 +196,10 @@ class RemoteLanguageModel:
             ]
         body["prompt"] = prompt_ids if self.engine == "vllm" else text
         if self.engine == "llamacpp":
-            # llama-cpp-python ignores n and defaults to top_k=40, min_p=0.05, repeat_penalty=1.1
+            # llama-cpp-python ignores n and defaults to top_k=40, min_p=0.05, repeat_penalty=1.1;
+            # its per-token log-probs cost a full-vocabulary sort in Python each: not requested
             body.update(top_k=0, min_p=0.0, repeat_penalty=1.0, n=1)
+            body.pop("logprobs", None)
             out = []
             for k in range(n):
                 body["seed"] = (seed + k) % 2**31
@@ -266,7 +270,7 @@ class RemoteLanguageModel:
                 toks = self.encode_continuation(out_text) + (
                     [self.eos_token_id] if finished else []
                 )
-                logp = float(sum(v for v in lps if v is not None))
+                logp = float(sum(v for v in lps if v is not None)) if lps else float("nan")
                 self.usage.generated_tokens += len(toks)
                 if spec.term is not None and spec.max_bytes is not None and not finished:
                     raise GenerationError(
@@ -330,8 +334,7 @@ class RemoteLanguageModel:
             cid = self.encode_continuation(c, add_eos)
             p_ids.append(pid)
             c_ids.append(cid)
-            eos_text = self.tokenizer.convert_ids_to_tokens(self.eos_token_id) if add_eos else ""
-            texts.append(ptext + c + eos_text)
+            texts.append((ptext, c, add_eos))
         self.usage.calls += 1
         self.usage.prompt_tokens += sum(len(v[1]) for v in memo.values())
         self.usage.scored_tokens += sum(len(c) for c in c_ids)
@@ -343,6 +346,7 @@ class RemoteLanguageModel:
             c_ids,
             texts,
             self.bos_token_id,
+            self.tokenizer.convert_ids_to_tokens(self.eos_token_id),
             self._decode,
         )
         return np.asarray(scores, dtype=np.float64)

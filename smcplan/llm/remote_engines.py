@@ -120,48 +120,97 @@ def _score_sglang(http, full: list[list[int]], plen: list[int]) -> list[float]:
     return out
 
 
-def _score_llamacpp(
-    http, model, texts: list[str], full: list[list[int]], plen: list[int], bos: int | None, decode
-) -> list[float]:
+def _echo_llamacpp(http, model, text, full, plen, bos, decode, i) -> float:
+    """Exact but costly: llama-cpp-python sorts the whole vocabulary in Python for every echoed
+    token (seconds per row for a few hundred prompt tokens on a CPU)."""
+    if bos is None or not full or full[0] != bos:
+        raise EngineLacksFeature(
+            "llama.cpp (llama-cpp-python server): echo log-probs are exact only for prompts "
+            "that start with the BOS token (llama-cpp-python pairs each prompt token with "
+            "the logits row of the next position otherwise); this prompt starts with token "
+            f"{full[:1]} and BOS is {bos}. Use vLLM or SGLang, or a chat template that "
+            "begins with BOS"
+        )
+    body = {
+        "model": model,
+        "prompt": text,
+        "max_tokens": 1,
+        "temperature": 0.0,
+        "echo": True,
+        "logprobs": 0,
+    }
+    lp = http.post("/completions", body)["choices"][0]["logprobs"]
+    vals, toks = lp["token_logprobs"], lp["tokens"]
+    cont = full[plen:]
+    # entries: the prompt tokens after the stripped BOS (inner BOS ids skipped), the
+    # continuation, then the generated token unless it was end-of-generation
+    listed = sum(1 for t in full[1:] if t != bos)
+    m = len(cont)
+    if len(vals) not in (listed, listed + 1):
+        raise RemoteLMError(
+            f"llama.cpp: row {i} echoed {len(vals)} tokens, expected {listed} or "
+            f"{listed + 1}; the server tokenized prompt + continuation differently"
+        )
+    tail_vals, tail_toks = vals[listed - m : listed], toks[listed - m : listed]
+    want = [decode([t]).replace("\ufffd", "") for t in cont]
+    if [t.replace("\ufffd", "") for t in tail_toks] != want or None in tail_vals:
+        raise RemoteLMError(
+            f"llama.cpp: echoed tokens {tail_toks} of row {i} differ from the continuation's "
+            f"tokens {want}; the server tokenized prompt + continuation differently"
+        )
+    return float(sum(tail_vals))
+
+
+def _forced_llamacpp(http, model, ptext, ctext, cont, add_eos, decode) -> float | None:
+    """Cheap path: force the continuation as the *completion* (a GBNF literal, greedy, its own
+    token ids boosted by ``logit_bias``); llama-cpp-python reports raw log-probs of completion
+    tokens correctly. ``log p(EOS | x, c)`` is the top-1 entry of one more forced step, which
+    llama-cpp-python keys by the token's text: ``""`` for end-of-turn. ``None`` when that does
+    not identify it (EOS not the most likely next token) or the tokens differ: the caller then
+    falls back to :func:`_echo_llamacpp`."""
+    from smcplan.llm.gbnf import regex_to_gbnf
+
+    m = len(cont)
+    if m == 0 and not add_eos:
+        return 0.0
+    body = {
+        "model": model,
+        "prompt": ptext,
+        "max_tokens": m + int(add_eos),
+        "temperature": 0.0,
+        "top_k": 0,
+        "min_p": 0.0,
+        "repeat_penalty": 1.0,
+        "seed": 0,
+        "grammar": regex_to_gbnf(re.escape(ctext) + ("." if add_eos else "")),
+        "logprobs": 1,
+        "logit_bias": {str(t): 30.0 for t in set(cont)},
+    }
+    lp = http.post("/completions", body)["choices"][0].get("logprobs") or {}
+    toks, vals, tops = (
+        lp.get("tokens", []),
+        lp.get("token_logprobs", []),
+        lp.get("top_logprobs", []),
+    )
+    want = [decode([t]).replace("\ufffd", "") for t in cont]
+    if [t.replace("\ufffd", "") for t in toks[:m]] != want or None in vals[:m]:
+        return None
+    score = float(sum(vals[:m]))
+    if add_eos:
+        top = tops[m] if len(tops) > m and tops[m] else {}
+        if "" not in top:
+            return None
+        score += float(top[""])
+    return score
+
+
+def _score_llamacpp(http, model, rows, bos, decode) -> list[float]:
     out: list[float] = []
-    for i, text in enumerate(texts):
-        if bos is None or not full[i] or full[i][0] != bos:
-            raise EngineLacksFeature(
-                "llama.cpp (llama-cpp-python server): echo log-probs are exact only for prompts "
-                "that start with the BOS token (llama-cpp-python pairs each prompt token with "
-                "the logits row of the next position otherwise); this prompt starts with token "
-                f"{full[i][:1]} and BOS is {bos}. Use vLLM or SGLang, or a chat template that "
-                "begins with BOS"
-            )
-        body = {
-            "model": model,
-            "prompt": text,
-            "max_tokens": 1,
-            "temperature": 0.0,
-            "echo": True,
-            "logprobs": 0,
-        }
-        lp = http.post("/completions", body)["choices"][0]["logprobs"]
-        vals, toks = lp["token_logprobs"], lp["tokens"]
-        cont = full[i][plen[i] :]
-        # entries: the prompt tokens after the stripped BOS (inner BOS ids skipped), the
-        # continuation, then the generated token unless it was end-of-generation
-        listed = sum(1 for t in full[i][1:] if t != bos)
-        m = len(cont)
-        if len(vals) not in (listed, listed + 1):
-            raise RemoteLMError(
-                f"llama.cpp: row {i} echoed {len(vals)} tokens, expected {listed} or "
-                f"{listed + 1}; the server tokenized prompt + continuation differently"
-            )
-        end = listed
-        tail_vals, tail_toks = vals[end - m : end], toks[end - m : end]
-        want = [decode([t]).replace("\ufffd", "") for t in cont]
-        if [t.replace("\ufffd", "") for t in tail_toks] != want or None in tail_vals:
-            raise RemoteLMError(
-                f"llama.cpp: echoed tokens {tail_toks} of row {i} differ from the continuation's "
-                f"tokens {want}; the server tokenized prompt + continuation differently"
-            )
-        out.append(float(sum(tail_vals)))
+    for i, r in enumerate(rows):
+        got = _forced_llamacpp(http, model, r["ptext"], r["ctext"], r["cont"], r["add_eos"], decode)
+        if got is None:
+            got = _echo_llamacpp(http, model, r["text"], r["full"], r["plen"], bos, decode, i)
+        out.append(got)
     return out
 
 
@@ -171,11 +220,14 @@ def score_rows(
     model: str,
     prompt_ids: list[list[int]],
     cont_ids: list[list[int]],
-    texts: list[str],
+    texts: list[tuple[str, str, bool]],
     bos: int | None,
+    eos_text: str,
     decode,
 ) -> list[float]:
-    """``log p(cont | prompt)`` per row through ``engine`` (module docstring)."""
+    """``log p(cont | prompt)`` per row through ``engine`` (module docstring); ``texts`` holds
+    per row (prompt text, continuation text, whether ``cont_ids`` ends with the end-of-turn
+    token, whose text is ``eos_text``)."""
     full = [p + c for p, c in zip(prompt_ids, cont_ids, strict=True)]
     plen = [len(p) for p in prompt_ids]
     if engine == "vllm":
@@ -183,7 +235,19 @@ def score_rows(
     if engine == "sglang":
         return _score_sglang(http, full, plen)
     if engine == "llamacpp":
-        return _score_llamacpp(http, model, texts, full, plen, bos, decode)
+        rows = [
+            {
+                "ptext": pt,
+                "ctext": ct,
+                "cont": c[:-1] if add_eos else c,
+                "add_eos": add_eos,
+                "text": pt + ct + (eos_text if add_eos else ""),
+                "full": f,
+                "plen": n,
+            }
+            for (pt, ct, add_eos), c, f, n in zip(texts, cont_ids, full, plen, strict=True)
+        ]
+        return _score_llamacpp(http, model, rows, bos, decode)
     raise EngineLacksFeature(
         f"the engine at {http.base_url} ({engine!r}: not recognised as vLLM, SGLang or "
         "llama-cpp-python) cannot score a fixed continuation: that needs prompt log-probs "

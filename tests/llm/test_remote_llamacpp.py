@@ -121,7 +121,7 @@ def test_remote_constrained_outputs_parse(remote):
             seed=seed,
         )[0]
         assert isinstance(json.loads(sample.text)["yes"], bool) and sample.finished
-        assert sample.logp == sample.logq and sample.logp < 0
+        assert np.isnan(sample.logp) and np.isnan(sample.logq)  # not asked of llama.cpp
 
 
 def test_remote_roles_keep_their_guarantees(remote):
