@@ -52,8 +52,17 @@ def main() -> None:
     parser.add_argument("--max-steps", type=int, default=10)
     parser.add_argument("--agent", default="react")
     parser.add_argument("--env", default="twx:coin")
+    parser.add_argument(
+        "--model", default=None, help="load_model name (default SmolLM2); 'tiny' = the tiny test model"
+    )
     args = parser.parse_args()
     from smcplan.eval import EvalConfig, run_eval
+
+    model = args.model
+    if model == "tiny":
+        from smcplan.llm.testing import tiny_model_path
+
+        model = str(tiny_model_path())
 
     rows, runs, reference = [], {}, None
     root = tempfile.mkdtemp(prefix="bench-ray-")
@@ -65,6 +74,7 @@ def main() -> None:
             out=out,
             seeds=list(range(10000, 10000 + args.episodes)),
             max_steps=args.max_steps,
+            model=model,
         )
         t0 = time.perf_counter()
         summaries = run_eval(config, progress=False, workers=n)
@@ -95,7 +105,14 @@ def main() -> None:
         "wrote",
         write_json(
             "ray_workers",
-            {"agent": args.agent, "env": args.env, "max_steps": args.max_steps, "runs": runs},
+            {
+                "agent": args.agent,
+                "env": args.env,
+                "model": args.model or "smollm2-135m",
+                "max_steps": args.max_steps,
+                "runs": runs,
+                "load_average": os.getloadavg(),
+            },
         ),
     )
 

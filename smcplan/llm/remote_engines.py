@@ -139,25 +139,25 @@ def _echo_llamacpp(http, model, text, full, plen, bos, decode, i) -> float:
         "echo": True,
         "logprobs": 0,
     }
-    lp = http.post("/completions", body)["choices"][0]["logprobs"]
-    vals, toks = lp["token_logprobs"], lp["tokens"]
-    cont = full[plen:]
-    # entries: the prompt tokens after the stripped BOS (inner BOS ids skipped), the
-    # continuation, then the generated token unless it was end-of-generation
-    listed = sum(1 for t in full[1:] if t != bos)
-    m = len(cont)
-    if len(vals) not in (listed, listed + 1):
+    choice = http.post("/completions", body)["choices"][0]
+    vals, toks = choice["logprobs"]["token_logprobs"], choice["logprobs"]["tokens"]
+    # the lists end with the continuation, then the one generated token unless generation
+    # stopped at end-of-generation (finish_reason "stop"). The server tokenizes prompt +
+    # continuation as one text, so the first continuation token may also cover the prompt's
+    # last characters (e.g. "Action: " + "take" -> " take"): take the shortest tail whose text
+    # ends with the continuation's text.
+    end = len(vals) - (0 if choice.get("finish_reason") == "stop" else 1)
+    want = "".join(decode([t]) for t in full[plen:]).replace("\ufffd", "")
+    for k in range(1, end + 1):
+        if "".join(toks[end - k : end]).replace("\ufffd", "").endswith(want) and want:
+            break
+    else:
         raise RemoteLMError(
-            f"llama.cpp: row {i} echoed {len(vals)} tokens, expected {listed} or "
-            f"{listed + 1}; the server tokenized prompt + continuation differently"
+            f"llama.cpp: the echoed tokens of row {i} do not end with the continuation {want!r}"
         )
-    tail_vals, tail_toks = vals[listed - m : listed], toks[listed - m : listed]
-    want = [decode([t]).replace("\ufffd", "") for t in cont]
-    if [t.replace("\ufffd", "") for t in tail_toks] != want or None in tail_vals:
-        raise RemoteLMError(
-            f"llama.cpp: echoed tokens {tail_toks} of row {i} differ from the continuation's "
-            f"tokens {want}; the server tokenized prompt + continuation differently"
-        )
+    tail_vals = vals[end - k : end]
+    if None in tail_vals:
+        raise RemoteLMError(f"llama.cpp: row {i} has no log-prob for a continuation token")
     return float(sum(tail_vals))
 
 
