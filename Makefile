@@ -15,7 +15,7 @@ export TOKENIZERS_PARALLELISM := false
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: setup setup-scale demo test lint bench clean
+.PHONY: setup setup-scale demo test lint bench bench-full clean
 
 setup: $(STAMP)
 
@@ -50,10 +50,15 @@ test: setup
 	$(BIN)/python -m pytest -q
 
 lint: setup
-	$(BIN)/ruff check smcplan tests bench examples
+	$(BIN)/ruff check smcplan tests bench examples scripts
 
+# Every script in bench/ on its quick setting (bench/run_all.py lists them; minutes on 2 cores),
+# each writing bench/results/<name>.json; bench-full runs them with their own defaults (hours).
 bench: setup
-	$(BIN)/python bench/resampling.py
+	$(BIN)/python bench/run_all.py
+
+bench-full: setup
+	$(BIN)/python bench/run_all.py --full
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

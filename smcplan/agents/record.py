@@ -167,7 +167,9 @@ class StepRecord:
         self.slow_thinking = True
         self.plan = summary
 
-    def finish(self, usage: dict[str, int], between: dict[str, int] | None = None) -> dict[str, Any]:
+    def finish(
+        self, usage: dict[str, int], between: dict[str, int] | None = None
+    ) -> dict[str, Any]:
         """The meta dict (module docstring): ``usage`` = the counter differences over ``act``,
         ``between`` = those since the previous step, outside ``act``."""
         clash = set(self.extra) & set(SCHEMA_KEYS)

@@ -12,22 +12,25 @@ the admissible set :math:`A_t` of the step it is executed at:
 * ``logprob`` — otherwise (a *mismatch*, recorded) the admissible action the model would have
   written at that position of its own plan,
 
-  .. math:: a_t = \arg\max_{a \in A_t} \log p(\texttt{"}a\texttt{"} \mid x_0,\ \texttt{\{"actions": [}b_1, \dots, b_{t-1}\texttt{, "})
+  .. math::
+
+     a_t = \arg\max_{a \in A_t}
+     \log p(\texttt{"}a\texttt{"} \mid x_0,\ \texttt{\{"actions": [}b_1, \dots, b_{t-1}\texttt{, "})
 
   — still open loop: the condition is the first observation and the plan as written;
 * ``beyond_plan`` — the same scoring after the whole plan, when the episode outlives it.
 
+With ``action_mode="free"`` the plan's commands are written under the benchmark's verb grammar
+(:mod:`smcplan.llm.roles.free_action`) and executed as written, admissible or not
+(``mapping="written"``); past the end of the plan the next command is written at that position
+of the plan (``"written_beyond_plan"``).
+
 Each step records the planned item, whether it mismatched, and how it was mapped
 (``planned_action``, ``plan_mismatch``, ``mapping``; the plan itself at step 0).
 
-This module also holds small helpers the other agents of this share use:
-:func:`match_admissible` (RLAW maps its actor's free JSON action with it) and
-:data:`JSON_TEXT`. The prompts of zero-shot, Reflexion and RLVMR are role folders in
-``smcplan/agents/roles`` (same format as ``models/roles``). Free-text fields are decoded as an
-assistant prefix (e.g. ``{"actions": ["``) plus a regular expression of *unbounded* escape-free strings, and bounded by a token budget
-instead of a ``maxLength``: outlines compiles one automaton state per bounded character, which
-is slow against SmolLM2's 49k-token vocabulary (the LLM layer measured 19 s for 24-character
-strings), and escape-free text makes an answer cut by the budget trivial to complete.
+Plan items are mapped by :func:`smcplan.agents.matching.match_admissible`. The plan is decoded
+as the assistant prefix ``{"actions": ["`` plus a regular expression of escape-free strings
+(:mod:`smcplan.llm.fields`), bounded by a token budget.
 
 Imports the agents' base and, lazily, ``smcplan.llm``; never ``smcplan.eval`` / ``smcplan.cli``.
 """
@@ -40,37 +43,14 @@ from typing import Any
 
 import numpy as np
 
-from smcplan.agents.beliefs import AGENT_ROLES_DIR
 from smcplan.agents.context import clip_text
 from smcplan.agents.llm_agent import Decision, LLMAgent
+from smcplan.agents.matching import match_admissible, normalize_action
 from smcplan.agents.record import StepRecord
+from smcplan.llm.fields import JSON_TEXT, field_text, regex
 from smcplan.llm.templates import load_role
 
-__all__ = ["ZeroShotAgent", "match_admissible", "normalize_action", "JSON_TEXT"]
-
-#: The text of a JSON string without escapes or control characters (so it is its own JSON form).
-JSON_TEXT = r'[^"\\\x00-\x1F\x7F]+'
-
-
-def normalize_action(text: str) -> str:
-    """Case-folded, whitespace-collapsed ``text`` without surrounding quotes or end punctuation."""
-    return " ".join(text.casefold().split()).strip(" \"'`.!;:,")
-
-
-def match_admissible(candidate: str | None, admissible: Sequence[str]) -> tuple[str | None, str]:
-    """``(action, how)``: ``candidate`` itself if admissible (``"exact"``), else the admissible
-    action equal to it after :func:`normalize_action` (``"normalized"``), else ``(None,
-    "mismatch")``."""
-    if candidate is None:
-        return None, "mismatch"
-    if candidate in admissible:
-        return candidate, "exact"
-    key = normalize_action(candidate)
-    for a in admissible:
-        if normalize_action(a) == key:
-            return a, "normalized"
-    return None, "mismatch"
-
+__all__ = ["ZeroShotAgent", "match_admissible", "normalize_action"]
 
 _PREFIX = '{"actions": ['
 _SEP = '", "'
@@ -116,7 +96,7 @@ class ZeroShotAgent(LLMAgent):
         self.max_actions = int(max_actions)
         self.plan_tokens = int(plan_tokens)
         self.plan_temperature = float(plan_temperature)
-        self.assets = load_role("zeroshot", root=AGENT_ROLES_DIR)
+        self.assets = load_role("zeroshot")
         self.fixed_plan = None if plan is None else [str(b) for b in plan]
         self.plan: list[str] | None = None
         self.plan_cut = False
@@ -133,18 +113,22 @@ class ZeroShotAgent(LLMAgent):
     def make_plan(self) -> tuple[list[str], bool]:
         """The plan and whether the budget cut it: one constrained generation from the first
         observation's prompt (module docstring)."""
-        from outlines.types import Regex
+        from smcplan.llm.roles.free_action import action_regex
 
         assert self._prompt is not None, "reset() first"
+        pattern = _PLAN_REGEX
+        if self.free:
+            item = action_regex(self.action_verbs)
+            pattern = item + '(", "' + item + ")*" + r'"\]\}'
         ((s,),) = self.lm.sample(
             [self._prompt],
-            Regex(_PLAN_REGEX),
+            regex(pattern),
             temperature=self.plan_temperature,
             max_new_tokens=self.plan_tokens,
             seed=self.next_seed(),
             assistant_prefix=_PREFIX + '"',
         )
-        body = s.text[: -len('"]}')] if s.finished else s.text
+        body = field_text(s.text, s.finished, '"]}')
         items = body.split(_SEP)
         if not s.finished:
             items = items[:-1]  # the command the budget cut
@@ -165,6 +149,18 @@ class ZeroShotAgent(LLMAgent):
             [self._prompt] * len(rows), rows, add_eos=False, assistant_prefix=prefix
         )
 
+    def _write_at(self, position: int) -> tuple[str, float]:
+        """Free mode: the command written at ``position`` of the plan (open loop)."""
+        from smcplan.llm.roles.free_action import generate_actions
+
+        assert self._prompt is not None
+        (w,) = generate_actions(
+            self.lm, [self._prompt], [self._plan_prefix(position)], self.action_verbs,
+            suffix='"', temperature=self.plan_temperature, max_new_tokens=self.action_tokens,
+            seed=self.next_seed(),
+        )
+        return w.text, w.logp
+
     def decide(
         self, observation: str, admissible: list[str], info: dict[str, Any], rec: StepRecord
     ) -> Decision:
@@ -176,8 +172,14 @@ class ZeroShotAgent(LLMAgent):
             rec.extra.update(zeroshot_plan=list(self.plan), zeroshot_plan_cut=self.plan_cut)
         t = self.t
         planned = self.plan[t] if t < len(self.plan) else None
-        action, how = match_admissible(planned, admissible)
         logp = None
+        if self.free:
+            action, how = planned, "written"
+            if not planned or not planned.strip():
+                action, logp = self._write_at(min(t, len(self.plan)))
+                how = "written_beyond_plan" if planned is None else "written"
+        else:
+            action, how = match_admissible(planned, admissible)
         if action is None:
             scores = self.score_at(min(t, len(self.plan)), admissible)
             k = int(np.argmax(scores))

@@ -8,7 +8,8 @@
 * the component Protocols (:class:`Proposal`, :class:`WorldModel`, :class:`Twist`) and what
   they return (:class:`Proposed`, :class:`Transition`, :class:`Score`);
 * POMDP components in :mod:`smcplan.planning.pomdp_components`, language-model components in
-  :mod:`smcplan.planning.text_components` (not imported here: the toy path imports no torch).
+  :mod:`smcplan.planning.text_components` (it imports ``smcplan.llm`` only when it builds the
+  default roles, so the toy path imports no torch).
 
 Imports ``smcplan.smc`` and ``smcplan.pomdp`` (and, lazily, ``smcplan.llm`` and
 ``smcplan.memory``); never agents, eval or cli.

@@ -5,7 +5,9 @@ a JAX pytree whose leaves share a leading axis N (toy POMDPs).  Lists are indexe
 lists, so resampling shares objects instead of copying them (copy on write: components return
 new objects and never mutate their inputs); pytrees with ``jnp.take`` (works under ``jit``).
 
-Imports only JAX and NumPy.
+Also :func:`as_key`, the one way an entry point turns an int seed into a ``jax.random`` key.
+
+Imports only JAX, NumPy and ``smcplan.planning.components``.
 """
 
 from __future__ import annotations
@@ -18,7 +20,18 @@ import numpy as np
 
 from smcplan.planning.components import Batch, PlanningError
 
-__all__ = ["is_list_batch", "batch_size", "take", "replicate", "to_host_list"]
+__all__ = ["as_key", "is_list_batch", "batch_size", "take", "replicate", "to_host_list"]
+
+
+def as_key(key: Any) -> jax.Array:
+    """A ``jax.random`` key from a key or an int seed."""
+    if isinstance(key, int) and not isinstance(key, bool):
+        return jax.random.key(key)
+    if isinstance(key, jax.Array):
+        return key
+    raise PlanningError(
+        f"key must be a jax.random key or an int seed; got {type(key).__name__} {key!r}"
+    )
 
 
 def is_list_batch(batch: Batch) -> bool:
@@ -32,7 +45,9 @@ def batch_size(batch: Batch, what: str = "batch") -> int:
         return len(batch)
     leaves = jax.tree_util.tree_leaves(batch)
     if not leaves:
-        raise PlanningError(f"{what} is an empty pytree; expected a list or arrays with a leading axis N")
+        raise PlanningError(
+            f"{what} is an empty pytree; expected a list or arrays with a leading axis N"
+        )
     sizes = {int(np.shape(leaf)[0]) if np.ndim(leaf) >= 1 else -1 for leaf in leaves}
     if -1 in sizes:
         raise PlanningError(f"{what} has a scalar leaf; every leaf needs a leading particle axis N")
@@ -57,10 +72,14 @@ def replicate(item: Any, num: int, *, as_list: bool | None = None) -> Batch:
     """
     if as_list is None:
         leaves = jax.tree_util.tree_leaves(item)
-        as_list = not leaves or not all(isinstance(leaf, jax.Array | np.ndarray | int | float) for leaf in leaves)
+        as_list = not leaves or not all(
+            isinstance(leaf, jax.Array | np.ndarray | int | float) for leaf in leaves
+        )
     if as_list:
         return [item] * num
-    return jax.tree_util.tree_map(lambda leaf: jnp.broadcast_to(jnp.asarray(leaf), (num, *jnp.shape(leaf))), item)
+    return jax.tree_util.tree_map(
+        lambda leaf: jnp.broadcast_to(jnp.asarray(leaf), (num, *jnp.shape(leaf))), item
+    )
 
 
 def to_host_list(batch: Batch) -> list[Any]:

@@ -46,7 +46,8 @@ class PlanResult:
         (H,): :math:`1/\sum_i (W^t_i)^2` after the reweighting of step t.
     log_Z, log_Z_increments
         :math:`\log\hat Z = \sum_t \log\sum_i W^{t-1}_{A_i} w^i_t`.  Under
-        ``weighting="twisted"`` this estimates :math:`\log\sum_{x_{1:H}} p_0(x_{1:H})\,\phi(x_{1:H})`
+        ``weighting="twisted"`` this estimates :math:`\log\sum_{x_{1:H}}
+        p_0(x_{1:H})\,\phi(x_{1:H})`
         (unbiased in :math:`\hat Z`); under ``"nesyfs"`` it estimates
         :math:`\log\mathbb E_q[e^{\lambda\sum_t\delta_t}]`.
     calls
@@ -90,24 +91,36 @@ class PlanResult:
             "horizon": self.horizon,
             "num_particles": self.num_particles,
             "log_Z": _finite_or_str(self.log_Z),
-            "log_Z_increments": [_finite_or_str(x) for x in np.asarray(self.log_Z_increments).tolist()],
+            "log_Z_increments": [
+                _finite_or_str(x) for x in np.asarray(self.log_Z_increments).tolist()
+            ],
             "ess": np.asarray(self.ess).tolist(),
             "resampled": [bool(x) for x in np.asarray(self.resampled).tolist()],
             "calls": dict(self.calls),
-            "config": {k: (v if isinstance(v, int | float | str | bool | type(None)) else repr(v)) for k, v in self.config.items()},
+            "config": {
+                k: (v if isinstance(v, int | float | str | bool | type(None)) else repr(v))
+                for k, v in self.config.items()
+            },
         }
         if arrays:
             out["ancestry"] = np.asarray(self.ancestry).tolist()
             out["log_weights"] = [_finite_or_str(x) for x in np.asarray(self.log_weights).tolist()]
             out["first_actions"] = [self.action_name(a) for a in to_host_list(self.first_actions)]
-            out["step_actions"] = [[self.action_name(a) for a in to_host_list(b)] for b in self.step_actions]
+            out["step_actions"] = [
+                [self.action_name(a) for a in to_host_list(b)] for b in self.step_actions
+            ]
         return out
 
     def __repr__(self) -> str:
-        mass = ", ".join(f"{self.action_name(a)}: {m:.3f}" for a, m in sorted(self.action_mass.items(), key=lambda kv: -kv[1])[:5])
+        mass = ", ".join(
+            f"{self.action_name(a)}: {m:.3f}"
+            for a, m in sorted(self.action_mass.items(), key=lambda kv: -kv[1])[:5]
+        )
         return (
-            f"PlanResult(action={self.action_name()!r}, weighting={self.weighting!r}, N={self.num_particles}, "
-            f"H={self.horizon}, log_Z={self.log_Z:.4g}, min_ess={float(np.min(np.asarray(self.ess))):.3g}, mass={{{mass}}})"
+            f"PlanResult(action={self.action_name()!r}, weighting={self.weighting!r}, "
+            f"N={self.num_particles}, "
+            f"H={self.horizon}, log_Z={self.log_Z:.4g}, "
+            f"min_ess={float(np.min(np.asarray(self.ess))):.3g}, mass={{{mass}}})"
         )
 
 

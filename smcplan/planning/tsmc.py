@@ -18,7 +18,8 @@ from the belief) with equal weights.  For each step :math:`t = 1..H`:
      inference in language models via twisted SMC"):
 
      .. math:: w_t = \frac{p_0(a_t \mid x_{<t})\, p(s_t, o_t \mid x_{<t}, a_t)\, \psi_t(x_{\le t})}
-                          {q(a_t \mid x_{<t})\, q_W(s_t, o_t \mid x_{<t}, a_t)\, \psi_{t-1}(x_{<t})},
+                          {q(a_t \mid x_{<t})\, q_W(s_t, o_t \mid x_{<t}, a_t)\,
+                          \psi_{t-1}(x_{<t})},
         \qquad \psi_0 \equiv 1,\ \psi_H = \phi,
 
      which makes :math:`(x^i_{1:H}, W^H_i)` properly weighted for the target
@@ -96,7 +97,11 @@ def validate_config(
 ) -> Callable:
     """Check the planner's settings; return the resampling function.  Errors name the bad value
     and the valid ones."""
-    if isinstance(num_particles, bool) or not isinstance(num_particles, int | np.integer) or num_particles < 1:
+    if (
+        isinstance(num_particles, bool)
+        or not isinstance(num_particles, int | np.integer)
+        or num_particles < 1
+    ):
         raise PlanningError(f"num_particles must be an integer >= 1; got {num_particles!r}")
     if isinstance(horizon, bool) or not isinstance(horizon, int | np.integer) or horizon < 1:
         raise PlanningError(f"horizon must be an integer >= 1; got {horizon!r}")
@@ -108,7 +113,8 @@ def validate_config(
         raise PlanningError(f"lam must be a finite number; got {lam!r}")
     if not isinstance(ess_threshold, int | float | np.floating) or math.isnan(float(ess_threshold)):
         raise PlanningError(
-            f"ess_threshold must be a number (>= 1: resample every step, <= 0: never, else adaptive); got {ess_threshold!r}"
+            "ess_threshold must be a number (>= 1: resample every step, <= 0: never, else "
+            f"adaptive); got {ess_threshold!r}"
         )
     try:
         return _resampling.get(resampling)
@@ -124,17 +130,26 @@ def _name(component: Any) -> str:
 def _check_vector(x: Any, n: int, what: str, t: int, allow_neg_inf: bool = True) -> jax.Array:
     """(N,) float vector, no NaN, no +inf (values checked only outside jit)."""
     if np.shape(x) != (n,):
-        raise PlanningError(f"step {t}: {what} has shape {np.shape(x)}; expected ({n},), one value per particle")
+        raise PlanningError(
+            f"step {t}: {what} has shape {np.shape(x)}; expected ({n},), one value per particle"
+        )
     x = jnp.asarray(x, dtype=jnp.result_type(float))
     if is_concrete(x):
         v = np.asarray(x)
         if np.isnan(v).any():
-            raise PlanningError(f"step {t}: {what} contains NaN at particles {np.flatnonzero(np.isnan(v))[:5].tolist()}")
+            raise PlanningError(
+                f"step {t}: {what} contains NaN at particles "
+                f"{np.flatnonzero(np.isnan(v))[:5].tolist()}"
+            )
         if np.isposinf(v).any():
-            raise PlanningError(f"step {t}: {what} contains +inf at particles {np.flatnonzero(np.isposinf(v))[:5].tolist()}")
+            raise PlanningError(
+                f"step {t}: {what} contains +inf at particles "
+                f"{np.flatnonzero(np.isposinf(v))[:5].tolist()}"
+            )
         if not allow_neg_inf and np.isneginf(v).any():
             raise PlanningError(
-                f"step {t}: {what} is -inf at particles {np.flatnonzero(np.isneginf(v))[:5].tolist()}: "
+                f"step {t}: {what} is -inf at particles "
+                f"{np.flatnonzero(np.isneginf(v))[:5].tolist()}: "
                 "the component sampled something it gives probability zero"
             )
     return x
@@ -146,32 +161,57 @@ def _check_batch(batch: Any, n: int, what: str, t: int) -> None:
     except PlanningError as err:
         raise PlanningError(f"step {t}: {err}") from None
     if m != n:
-        raise PlanningError(f"step {t}: {what} holds {m} items for {n} particles; components must return one per particle")
+        raise PlanningError(
+            f"step {t}: {what} holds {m} items for {n} particles; components must return one per "
+            "particle"
+        )
 
 
 def _increment(
-    weighting: str, lam: float, score: Score, proposed: Any, transition: Transition, log_psi_prev: jax.Array, n: int, t: int, names: dict[str, str]
+    weighting: str,
+    lam: float,
+    score: Score,
+    proposed: Any,
+    transition: Transition,
+    log_psi_prev: jax.Array,
+    n: int,
+    t: int,
+    names: dict[str, str],
 ) -> tuple[jax.Array, jax.Array]:
     """log w_t of every particle and the new log psi (for the next step's denominator)."""
     if weighting == "nesyfs":
         if score.delta is None:
-            raise PlanningError(f"weighting='nesyfs' needs a progress delta, but twist {names['twist']} returned delta=None")
+            raise PlanningError(
+                f"weighting='nesyfs' needs a progress delta, but twist {names['twist']} returned "
+                "delta=None"
+            )
         delta = _check_vector(score.delta, n, f"twist {names['twist']} delta", t)
         return lam * delta, log_psi_prev
     if score.log_psi is None:
-        raise PlanningError(f"weighting='twisted' needs log_psi, but twist {names['twist']} returned log_psi=None")
+        raise PlanningError(
+            f"weighting='twisted' needs log_psi, but twist {names['twist']} returned log_psi=None"
+        )
     log_psi = _check_vector(score.log_psi, n, f"twist {names['twist']} log_psi", t)
     log_w = log_psi - log_psi_prev
-    log_q = _check_vector(proposed.log_q, n, f"proposal {names['proposal']} log_q", t, allow_neg_inf=False)
+    log_q = _check_vector(
+        proposed.log_q, n, f"proposal {names['proposal']} log_q", t, allow_neg_inf=False
+    )
     if proposed.log_p is not None:
-        log_w = log_w + _check_vector(proposed.log_p, n, f"proposal {names['proposal']} log_p", t) - log_q
+        log_w = (
+            log_w
+            + _check_vector(proposed.log_p, n, f"proposal {names['proposal']} log_p", t)
+            - log_q
+        )
     if transition.log_q is not None:
         if transition.log_p is None:
             raise PlanningError(
-                f"world model {names['world_model']} returned log_q without log_p; twisted weighting needs both or neither"
+                f"world model {names['world_model']} returned log_q without log_p; twisted "
+                "weighting needs both or neither"
             )
         wp = _check_vector(transition.log_p, n, f"world model {names['world_model']} log_p", t)
-        wq = _check_vector(transition.log_q, n, f"world model {names['world_model']} log_q", t, allow_neg_inf=False)
+        wq = _check_vector(
+            transition.log_q, n, f"world model {names['world_model']} log_q", t, allow_neg_inf=False
+        )
         log_w = log_w + wp - wq
     # A particle already dead (psi_{t-1} = 0) stays dead instead of producing inf - inf.
     log_w = jnp.where(jnp.isneginf(log_psi_prev), -jnp.inf, log_w)
@@ -224,7 +264,9 @@ def _run(
         calls["proposal"] += 1
         proposed = proposal(k_prop, particles, t, horizon)
         _check_batch(proposed.actions, n, f"proposal {names['proposal']} actions", t)
-        _check_vector(proposed.log_q, n, f"proposal {names['proposal']} log_q", t, allow_neg_inf=False)
+        _check_vector(
+            proposed.log_q, n, f"proposal {names['proposal']} log_q", t, allow_neg_inf=False
+        )
         if t == 1:
             first_actions = proposed.actions
         step_actions.append(proposed.actions)
@@ -232,19 +274,24 @@ def _run(
         calls["world_model"] += 1
         transition = world_model(k_world, particles, proposed.actions, t, horizon)
         _check_batch(transition.particles, n, f"world model {names['world_model']} particles", t)
-        _check_batch(transition.observations, n, f"world model {names['world_model']} observations", t)
+        _check_batch(
+            transition.observations, n, f"world model {names['world_model']} observations", t
+        )
         particles = transition.particles
         # 4. score
         calls["twist"] += 1
         score = twist(k_twist, particles, t, horizon)
         # 5. reweight
-        log_inc, log_psi_prev = _increment(weighting, lam, score, proposed, transition, log_psi_prev, n, t, names)
+        log_inc, log_psi_prev = _increment(
+            weighting, lam, score, proposed, transition, log_psi_prev, n, t, names
+        )
         try:
             log_w, log_z_inc = normalize(log_w + log_inc)
         except InvalidWeightsError as err:
             raise PlanningError(
                 f"step {t}: every particle has weight zero under weighting={weighting!r} ({err}); "
-                f"the twist {names['twist']} or the models gave probability 0 to all {n} continuations"
+                f"the twist {names['twist']} or the models gave probability 0 to all {n} "
+                "continuations"
             ) from None
         ess_hist.append(_ess(log_w))
         log_z_hist.append(log_z_inc)
@@ -337,19 +384,42 @@ def tsmc(
         Names of integer actions, for :meth:`PlanResult.to_dict`.
     """
     resample_fn = validate_config(
-        batch_size(particles, "initial particles"), horizon, weighting, lam, choice, ess_threshold, resampling
+        batch_size(particles, "initial particles"),
+        horizon,
+        weighting,
+        lam,
+        choice,
+        ess_threshold,
+        resampling,
     )
     n = batch_size(particles, "initial particles")
     if jit and is_list_batch(particles):
-        raise PlanningError("jit=True needs pytree particles with a leading axis N; a list of objects runs with jit=False")
+        raise PlanningError(
+            "jit=True needs pytree particles with a leading axis N; a list of objects runs with "
+            "jit=False"
+        )
     runner = _run_jit if jit else _run
-    out = runner(proposal, world_model, twist, particles, key, int(horizon), weighting, float(lam), resample_fn, float(ess_threshold))
-    host_log_w, log_z_inc, chosen = jax.device_get((out.log_weights, out.log_Z_increments, out.chosen))
+    out = runner(
+        proposal,
+        world_model,
+        twist,
+        particles,
+        key,
+        int(horizon),
+        weighting,
+        float(lam),
+        resample_fn,
+        float(ess_threshold),
+    )
+    host_log_w, log_z_inc, chosen = jax.device_get(
+        (out.log_weights, out.log_Z_increments, out.chosen)
+    )
     log_z_inc = np.asarray(log_z_inc, dtype=np.float64)
     if not np.all(np.isfinite(log_z_inc)):
         bad = int(np.flatnonzero(~np.isfinite(log_z_inc))[0]) + 1
         raise PlanningError(
-            f"step {bad}: every particle has weight zero (or a NaN weight) under weighting={weighting!r}; "
+            f"step {bad}: every particle has weight zero (or a NaN weight) under "
+            f"weighting={weighting!r}; "
             f"log Z increments {log_z_inc.tolist()}"
         )
     mass = _action_mass(out.first_actions, host_log_w)
@@ -380,7 +450,9 @@ def tsmc(
         num_particles=n,
         config={
             "lam": float(lam),
-            "resampling": resampling if isinstance(resampling, str) else getattr(resampling, "__name__", repr(resampling)),
+            "resampling": resampling
+            if isinstance(resampling, str)
+            else getattr(resampling, "__name__", repr(resampling)),
             "ess_threshold": float(ess_threshold),
             "choice": choice,
             "jit": bool(jit),

@@ -15,17 +15,26 @@ def test_finish_has_every_schema_key_and_counts_tokens_as_the_sum_of_the_three_c
     rec.proposed("look", "hmm", -0.1, -0.2)
     rec.rejected_proposal("look", "hmm", "reflection", "no use", score=0.2)
     rec.reflected([True, False, False, False, False], 0.2)
-    meta = rec.finish({"calls": 3, "prompt_tokens": 100, "generated_tokens": 20, "scored_tokens": 5})
+    meta = rec.finish(
+        {"calls": 3, "prompt_tokens": 100, "generated_tokens": 20, "scored_tokens": 5}
+    )
     assert set(SCHEMA_KEYS) <= set(meta)
     assert meta["llm_calls"] == 3 and meta["llm_tokens"] == 125 and meta["rejections"] == 1
-    assert meta["llm_usage_between"] == {"calls": 0, "prompt_tokens": 0, "generated_tokens": 0, "scored_tokens": 0}
+    assert meta["llm_usage_between"] == {
+        "calls": 0,
+        "prompt_tokens": 0,
+        "generated_tokens": 0,
+        "scored_tokens": 0,
+    }
 
 
 def test_agent_specific_keys_may_not_shadow_schema_keys():
     rec = StepRecord("x", "history")
     rec.extra["rejections"] = 7
     with pytest.raises(ValueError, match="shadow"):
-        rec.finish(dict.fromkeys(("calls", "prompt_tokens", "generated_tokens", "scored_tokens"), 0))
+        rec.finish(
+            dict.fromkeys(("calls", "prompt_tokens", "generated_tokens", "scored_tokens"), 0)
+        )
 
 
 def test_usage_meter_counts_each_model_object_once():
@@ -38,7 +47,12 @@ def test_usage_meter_counts_each_model_object_once():
     lm = LM()
     meter = UsageMeter([lm, lm])
     meter.add(lm)
-    assert meter.snapshot() == {"calls": 2, "prompt_tokens": 10, "generated_tokens": 3, "scored_tokens": 1}
+    assert meter.snapshot() == {
+        "calls": 2,
+        "prompt_tokens": 10,
+        "generated_tokens": 3,
+        "scored_tokens": 1,
+    }
 
 
 def test_records_are_json_and_utf8_safe():
@@ -53,7 +67,9 @@ def test_make_names_the_known_agents_and_builds_random_without_a_model():
     with pytest.raises(ValueError, match="unknown agent 'reakt'; known: nesyfs, random, react"):
         make("reakt")
     assert make("random", seed=3).act("o", ["a", "b"], {}).action in ("a", "b")
-    assert {"random", "react", "nesyfs", "reflexion", "zeroshot", "rlaw", "rlvmr"} == set(AGENTS)
+    assert set(AGENTS) == {
+        "random", "react", "nesyfs", "reflexion", "zeroshot", "rlaw", "rlvmr", "rlvmr+guide"
+    }
     assert [n for n, s in AGENTS.items() if not s.lm] == ["random"]
     assert all(s.seed and not s.simulator for s in AGENTS.values())
 

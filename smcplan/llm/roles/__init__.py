@@ -1,12 +1,13 @@
 """Model roles: small classes over a :class:`~smcplan.llm.lm.LanguageModel`, batched over particles.
 
-Each role reads its prompt template and output schema from ``models/roles/<role>/`` and makes
+Each role reads its prompt template and output schema from ``assets/roles/<role>/`` and makes
 one batched model call (or one sampling call plus one scoring call) for a whole list of inputs,
 one input per particle.
 
 =====================  ===========================================================================
 ``TripletExtractor``   observation (+ action) → ``[(subject, relation, object), ...]`` (NeSyFS)
-``ActionProposal``     (task, triplets, observation, admissible) → action ∈ admissible, log q, thought
+``ActionProposal``     (task, triplets, observation, admissible) → action ∈ admissible, log q,
+thought
 ``ObservationModel``   (context, action) → predicted next observation (+ its log-probabilities)
 ``ProgressModel``      (task, before, action, after) → δ ∈ {0, 1} and P(Yes) from Yes/No log-probs
 ``Reflection``         (task, context, action) → accept iff ≥ 80 % of n sampled verdicts say Yes
