@@ -96,14 +96,19 @@ def run_eval(
     load_lm: Callable[[str | None, str | None], Any] | None = None,
     progress: bool = True,
     show: TextIO | None = None,
+    workers: int = 1,
+    ray_address: str | None = None,
 ) -> list[dict[str, Any]]:
     """Run (or resume) the sweep of ``config`` into ``config.out``; return all episode summaries.
 
     ``specs`` overrides the episodes resolved from the config; ``make_env``/``make_agent``/
     ``load_lm`` replace ``smcplan.envs.make``/``smcplan.agents.make``/``smcplan.llm.load_model``
     (fault injection in tests, custom setups). ``show``: a stream that receives the trajectory
-    (task, thoughts, actions, feedback) as it happens.
+    (task, thoughts, actions, feedback) as it happens. ``workers > 1`` (or ``ray_address``) runs
+    the episodes on Ray workers (:mod:`smcplan.eval.ray_sweep`), with the same records.
     """
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1; got {workers}")
     paths = RunPaths(config.out)
     if make_agent is None:
         check_agent(config.agent)  # unknown agent names fail before anything is written
@@ -127,7 +132,24 @@ def run_eval(
     pool = EnvPool(make_env, {"max_steps": config.max_steps})
     lm: Any = None
     lm_loaded = False
+
+    def episode_ended(summary: dict[str, Any]) -> None:
+        bars.end_episode(summary)
+        if config.fail_fast and summary["status"] == "error":
+            raise RuntimeError(
+                f"episode {summary['episode']} failed ({summary['error']['type']}: "
+                f"{summary['error']['message']})"
+            )
+
     try:
+        if workers > 1 or ray_address:
+            from smcplan.eval.ray_sweep import run_parallel
+
+            run_parallel(
+                config, paths, todo, workers=workers, address=ray_address, make_env=make_env,
+                make_agent=make_agent, load_lm=load_lm, on_summary=episode_ended,
+            )  # fmt: skip
+            todo = []
         for index, spec in todo:
             # the model is loaded only when an episode is left to run, and only if the agent
             # declares that it needs one
@@ -135,13 +157,7 @@ def run_eval(
                 if config.model != "none" and agent_needs_lm(config.agent):
                     lm = load_lm(config.model, config.quantization)
                 lm_loaded = True
-            summary = _run_one(config, paths, index, spec, pool, make_agent, lm, bars)
-            bars.end_episode(summary)
-            if config.fail_fast and summary["status"] == "error":
-                raise RuntimeError(
-                    f"episode {spec.id} failed ({summary['error']['type']}: "
-                    f"{summary['error']['message']})"
-                )
+            episode_ended(_run_one(config, paths, index, spec, pool, make_agent, lm, bars))
     finally:
         bars.close()
         pool.close()
