@@ -24,7 +24,7 @@ from smcplan.eval.metrics import (
     group_metrics,
     upgrade_stats,
 )
-from smcplan.eval.records import Run, RunPaths, read_json
+from smcplan.eval.records import Run, RunPaths, read_json, read_summary
 
 __all__ = [
     "Run",
@@ -44,7 +44,7 @@ def load_run(path: str | os.PathLike[str], *, seed: int = 0, num_resamples: int 
         )
     config = read_json(paths.config)
     summaries = sorted(
-        (read_json(p) for p in paths.summaries()),
+        (read_summary(p) for p in paths.summaries()),
         key=lambda s: (s.get("index", 0), s.get("episode", "")),
     )
     run = Run(path=Path(path), config=config, summaries=summaries)

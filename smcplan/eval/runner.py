@@ -10,7 +10,9 @@ protocol: ``end_episode`` lets it reflect between trials) until it wins or the t
 Crash safety (see :mod:`smcplan.eval.records`): step lines are flushed as they happen, the
 episode summary is written atomically last, and a rerun skips every episode that has a
 summary. A backend that dies (``EnvError`` or any exception from the environment) or an agent
-that raises is recorded as an error episode and the sweep goes on; ``KeyboardInterrupt`` stops it.
+that raises is recorded as an error episode and the sweep goes on; SIGINT or SIGTERM stops it
+(:mod:`smcplan.interrupts`: the episode in flight is dropped, its partial step file discarded on
+resume, and ``smcplan eval`` exits 130 / 143).
 
 The parts live in their own modules: :mod:`~smcplan.eval.config` (configuration, identity check,
 resume, metrics file), :mod:`~smcplan.eval.build` (agents, model, environments, seeds),
@@ -61,6 +63,7 @@ from smcplan.eval.loop import (
 from smcplan.eval.metrics import episode_stats
 from smcplan.eval.progress import Bars
 from smcplan.eval.records import EPISODE_SCHEMA, JsonlWriter, RunPaths, atomic_write_json
+from smcplan.interrupts import stops_on_signals
 
 __all__ = [
     "IDENTITY_FIELDS",
@@ -82,6 +85,7 @@ __all__ = [
 MakeAgent = Callable[[str, Any, int, dict[str, Any]], Any]
 
 
+@stops_on_signals  # SIGINT/SIGTERM: SweepInterrupted, the episode in flight is dropped
 def run_eval(
     config: EvalConfig,
     *,
