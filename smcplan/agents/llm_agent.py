@@ -24,10 +24,17 @@ from smcplan.agents.beliefs import (
     KGBelief,
     SummaryBelief,
 )
-from smcplan.agents.context import Context, History, TokenCounter, history_budget
+from smcplan.agents.context import (
+    Context,
+    History,
+    TokenCounter,
+    history_budget,
+    model_window,
+)
 from smcplan.agents.extractors import Extractor
 from smcplan.agents.record import StepRecord, UsageMeter, clean_text
 from smcplan.agents.shortlist import DEFAULT_MAX_ACTIONS, shortlist_actions
+from smcplan.errors import SmcplanError
 
 __all__ = [
     "LLMAgent",
@@ -44,7 +51,7 @@ __all__ = [
 ACTION_MODES = ("admissible", "free")
 
 
-class AgentError(RuntimeError):
+class AgentError(SmcplanError, RuntimeError):
     """An agent broke its contract (e.g. chose an action outside the admissible set)."""
 
 
@@ -249,6 +256,9 @@ class LLMAgent:
         self.counter = TokenCounter(lm)
         self.history = History(max_observation_chars)
         self.history_budget = history_budget(lm, history_tokens, reserve_tokens)
+        #: Tokens the whole context view may take (:meth:`Context.fit`): ``W - reserve_tokens``.
+        self.context_budget = max(1, model_window(lm) - int(reserve_tokens))
+        self._context_cuts: dict[str, list[int]] = {}
         if proposer is None:
             from smcplan.llm import ActionProposal
 
@@ -304,7 +314,10 @@ class LLMAgent:
         shown = self.shown_actions(admissible)
         if len(shown) < len(admissible):
             rec.extra["shortlist"] = [len(shown), len(admissible)]
+        self._context_cuts = {}
         decision = self.decide(observation, shown, self.last_info, rec)
+        if self._context_cuts:
+            rec.extra["context_truncated"] = dict(self._context_cuts)
         if self.free:
             if not decision.action.strip():
                 raise AgentError(f"{self.name} wrote an empty action")
@@ -379,6 +392,14 @@ class LLMAgent:
         """Task, memory (history / KG facts / belief), notes and the current observation."""
         ctx = Context(self.task, observation, notes=[*self.notes(), *notes])
         self.belief.fill(ctx)
+        return self.fit(ctx)
+
+    def fit(self, ctx: Context) -> Context:
+        """``ctx`` cut to :attr:`context_budget` tokens; the cuts go to this step's record
+        (``extra["context_truncated"] = {section: [tokens before, after]}``)."""
+        for section, sizes in ctx.fit(self.context_budget, self.counter).items():
+            before = self._context_cuts.get(section, sizes)[0]
+            self._context_cuts[section] = [before, sizes[1]]
         return ctx
 
     def propose(
@@ -386,7 +407,7 @@ class LLMAgent:
     ) -> Candidate:
         """One action from the proposal role, with ``feedback`` shown as notes: admissible, or
         written under :attr:`action_verbs` in free mode."""
-        view = ctx.with_notes(feedback) if feedback else ctx
+        view = self.fit(ctx.with_notes(feedback)) if feedback else ctx
         free = {"verbs": self.action_verbs} if self.free else {}
         (p,) = self.proposer(
             [self.task], [view.triplets], [view.for_proposal()], [admissible],

@@ -33,13 +33,21 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import torch
 
+from smcplan.errors import ArgumentTypeError, InvalidArgumentError, check_int
 from smcplan.llm.constrained import GenerationError, OutputSpec, output_spec, spec_regex
+from smcplan.llm.inputs import (
+    check_prompts,
+    check_sampling,
+    check_truncation,
+    fit_prompt,
+    window_of,
+)
+from smcplan.llm.samples import Sample, Usage, _Runtime
 from smcplan.llm.scoring import score_cached, score_naive
 from smcplan.llm.vocab import outlines_vocabulary
 
@@ -48,44 +56,6 @@ __all__ = ["LanguageModel", "Sample", "Prompt", "Usage"]
 Prompt = str | Sequence[dict[str, str]]
 
 _DEFAULT_TEXT_TOKENS = 64
-
-
-@dataclass
-class Sample:
-    """One generated output: parsed ``value``, raw ``text``, ``logq``/``logp`` (see module doc),
-    ``token_ids`` the generated tokens (end-of-sequence included when ``finished``).
-
-    ``finished`` is False when generation stopped at ``max_new_tokens`` before end-of-sequence
-    (only possible for unbounded output types; ``value`` is then the parse of the partial text,
-    or ``None`` if it does not parse).
-    """
-
-    value: Any
-    text: str
-    logq: float
-    logp: float
-    num_tokens: int
-    finished: bool
-    token_ids: list[int] = field(default_factory=list)
-
-
-@dataclass
-class Usage:
-    """Counters of what the model did (the evaluation records them per step)."""
-
-    calls: int = 0
-    prompt_tokens: int = 0
-    generated_tokens: int = 0
-    scored_tokens: int = 0
-
-    def as_dict(self) -> dict[str, int]:
-        return dict(self.__dict__)
-
-
-@dataclass
-class _Runtime:
-    processors: dict[str, Any] = field(default_factory=dict)
-    vocabulary: Any = None
 
 
 class LanguageModel:
@@ -174,7 +144,12 @@ class LanguageModel:
             if rt.vocabulary is None:
                 # one vocabulary per model (building it walks the whole vocabulary once)
                 rt.vocabulary = outlines_vocabulary(self.tokenizer, self.eos_token_id)
-            index = Index(spec_regex(spec), rt.vocabulary)
+            try:
+                index = Index(spec_regex(spec), rt.vocabulary)
+            except Exception as exc:  # outlines_core reports bad patterns with its own types
+                raise InvalidArgumentError(
+                    f"output_type {spec.key[:80]!r} cannot be compiled to a token mask: {exc}"
+                ) from exc
             rt.processors[spec.key] = OutlinesCoreLogitsProcessor(index, "torch")
         proc = rt.processors[spec.key]
         proc.reset()
@@ -213,34 +188,50 @@ class LanguageModel:
         max_new_tokens: int | None = None,
         seed: int | None = None,
         assistant_prefix: str | Sequence[str] = "",
+        truncation: str | None = None,
     ) -> list[list[Sample]]:
         """Draw ``n`` samples for each prompt in one batch; returns ``[prompt][sample]``.
 
         ``temperature=0`` is greedy decoding (``logq`` is then the log-probability under the
         masked softmax at T = 1). ``max_new_tokens=None`` uses the output type's token bound
         (never truncates a valid answer) or 64 for unbounded types. Raises
-        :class:`GenerationError` when a bounded (JSON/choice) answer was truncated.
+        :class:`GenerationError` when a bounded (JSON/choice) answer was truncated, and
+        :class:`~smcplan.llm.inputs.ContextOverflowError` (before any forward pass) when a
+        prompt does not fit the model's context window, unless ``truncation="left"``
+        (:mod:`smcplan.llm.inputs`).
         """
         with self._threading(), torch.inference_mode():
             return self._sample(
-                prompts, output_type, n, temperature, top_p, max_new_tokens, seed, assistant_prefix
+                prompts,
+                output_type,
+                n,
+                temperature,
+                top_p,
+                max_new_tokens,
+                seed,
+                assistant_prefix,
+                truncation,
             )
 
-    def _sample(  # the parameters of sample(), in order
-        self, prompts, output_type, n, temperature, top_p, max_new_tokens, seed, assistant_prefix
+    def _sample(
+        self,
+        prompts: Sequence[Prompt],
+        output_type: Any = None,
+        n: int = 1,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        max_new_tokens: int | None = None,
+        seed: int | None = None,
+        assistant_prefix: str | Sequence[str] = "",
+        truncation: str | None = None,
     ) -> list[list[Sample]]:
         from transformers import DynamicCache
 
-        if isinstance(prompts, str):
-            raise TypeError(
-                "prompts must be a list of prompts (one per particle), not a single string"
-            )
-        if n < 1:
-            raise ValueError(f"n must be >= 1; got {n}")
-        if temperature < 0 or not 0 < top_p <= 1:
-            raise ValueError(
-                f"need temperature >= 0 and 0 < top_p <= 1; got {temperature}, {top_p}"
-            )
+        prompts = check_prompts(prompts)
+        n, temperature, top_p, max_new_tokens, seed = check_sampling(
+            n, temperature, top_p, max_new_tokens, seed, len(prompts)
+        )
+        truncation = check_truncation(truncation)
         if not prompts:
             return []
         spec = output_spec(output_type)
@@ -252,9 +243,19 @@ class LanguageModel:
             else list(assistant_prefix)
         )
         if len(prefixes) != len(prompts):
-            raise ValueError(f"got {len(prefixes)} assistant prefixes for {len(prompts)} prompts")
+            raise InvalidArgumentError(
+                f"got {len(prefixes)} assistant prefixes for {len(prompts)} prompts"
+            )
         # Each prompt is prefilled once; its KV cache is then repeated for its n samples.
-        unique = [self.encode_prompt(p, a) for p, a in zip(prompts, prefixes, strict=True)]
+        window = window_of(self.model)
+        # room after the prompt: one token (else refused), or the whole answer when truncating
+        need = 1 if truncation is None or window is None else min(limit, window - 1)
+        unique = [
+            fit_prompt(self.encode_prompt(p, a), need, window, truncation, i, self.name)
+            for i, (p, a) in enumerate(zip(prompts, prefixes, strict=True))
+        ]
+        if window is not None:  # generation stops at the window (module doc of llm.inputs)
+            limit = min(limit, window - max(len(r) for r in unique))
         device = self.device
         width = max(len(r) for r in unique)
         ids = torch.full((len(unique), width), self.pad_token_id, dtype=torch.long)
@@ -360,13 +361,22 @@ class LanguageModel:
         max_new_tokens: int | None = None,
         seed: int | None = None,
         assistant_prefix: str | Sequence[str] = "",
+        truncation: str | None = None,
     ) -> list[Any]:
         """Parsed outputs, one per prompt (``n == 1``) or a list of ``n`` per prompt (``n > 1``).
 
         Same arguments as :meth:`sample`, which also returns the log-densities.
         """
         out = self.sample(
-            prompts, output_type, n, temperature, top_p, max_new_tokens, seed, assistant_prefix
+            prompts,
+            output_type,
+            n,
+            temperature,
+            top_p,
+            max_new_tokens,
+            seed,
+            assistant_prefix,
+            truncation,
         )
         if n == 1:
             return [s[0].value for s in out]
@@ -381,6 +391,7 @@ class LanguageModel:
         assistant_prefix: str | Sequence[str] = "",
         reuse_cache: bool = True,
         max_batch_tokens: int = 8192,
+        truncation: str | None = None,
     ) -> np.ndarray:
         """``log p(continuations[i] | prompts[i])`` summed over tokens, shape ``(len(prompts),)``.
 
@@ -388,20 +399,34 @@ class LanguageModel:
         scores of a finite answer set comparable (otherwise "take coin" would collect the mass of
         "take coin from table" too). Prompts that are equal (after formatting) share one prompt
         pass (``reuse_cache=False`` runs the naive padded pass per row, for reference/benchmarks).
+        A row longer than the context window raises
+        :class:`~smcplan.llm.inputs.ContextOverflowError` before any forward pass, unless
+        ``truncation="left"`` (:mod:`smcplan.llm.inputs`).
         """
         if isinstance(prompts, str) or isinstance(continuations, str):
-            raise TypeError(
+            raise ArgumentTypeError(
                 "prompts and continuations must be lists (one entry per row), not strings"
             )
+        prompts = check_prompts(prompts)
+        if not isinstance(continuations, Sequence) or not all(
+            isinstance(c, str) for c in continuations
+        ):
+            raise ArgumentTypeError("continuations must be a list of str (one per row)")
+        max_batch_tokens = check_int(max_batch_tokens, "max_batch_tokens", minimum=1)
+        truncation = check_truncation(truncation)
         if len(prompts) != len(continuations):
-            raise ValueError(f"got {len(prompts)} prompts but {len(continuations)} continuations")
+            raise InvalidArgumentError(
+                f"got {len(prompts)} prompts but {len(continuations)} continuations"
+            )
         prefixes = (
             [assistant_prefix] * len(prompts)
             if isinstance(assistant_prefix, str)
             else list(assistant_prefix)
         )
         if len(prefixes) != len(prompts):
-            raise ValueError(f"got {len(prefixes)} assistant prefixes for {len(prompts)} prompts")
+            raise InvalidArgumentError(
+                f"got {len(prefixes)} assistant prefixes for {len(prompts)} prompts"
+            )
         if not prompts:
             return np.zeros(0)
         cache: dict[tuple[str, str], list[int]] = {}
@@ -412,6 +437,11 @@ class LanguageModel:
                 cache[key] = self.encode_prompt(p, a)
             p_ids.append(cache[key])
         c_ids = [self.encode_continuation(c, add_eos) for c in continuations]
+        window = window_of(self.model)
+        p_ids = [
+            fit_prompt(p, len(c), window, truncation, i, self.name)
+            for i, (p, c) in enumerate(zip(p_ids, c_ids, strict=True))
+        ]
         self.usage.calls += 1
         self.usage.prompt_tokens += sum(len(v) for v in cache.values())
         self.usage.scored_tokens += sum(len(c) for c in c_ids)

@@ -35,6 +35,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from smcplan.errors import ArgumentTypeError, IndexOutOfRangeError, UnknownNameError
+from smcplan.pomdp.checks import check_sequence
 from smcplan.pomdp.transition import (
     DENSE_LIMIT,
     DenseTransition,
@@ -273,10 +275,19 @@ class DiscretePOMDP:
                 shown = ", ".join(repr(n) for n in names[:12]) + (
                     ", ..." if len(names) > 12 else ""
                 )
-                raise KeyError(f"unknown {kind} {value!r} in {self.name}; known: {shown}") from None
+                raise UnknownNameError(
+                    f"unknown {kind} {value!r} in {self.name}; known: {shown}"
+                ) from None
+        if isinstance(value, bool) or not hasattr(value, "__index__") or np.ndim(value) != 0:
+            raise ArgumentTypeError(
+                f"{kind} must be a name (str) or an integer index; got "
+                f"{value!r} ({type(value).__name__}) in {self.name}"
+            )
         idx = int(value)
         if not 0 <= idx < len(names):
-            raise IndexError(f"{kind} index {idx} out of range [0, {len(names)}) in {self.name}")
+            raise IndexOutOfRangeError(
+                f"{kind} index {idx} out of range [0, {len(names)}) in {self.name}"
+            )
         return idx
 
     def state_index(self, state: int | str) -> int:
@@ -293,13 +304,16 @@ class DiscretePOMDP:
 
     def _indices(self, values: Any, kind: str) -> np.ndarray:
         limit = self.num_actions if kind == "action" else self.num_observations
+        values = check_sequence(values, f"{kind}s")
         if isinstance(values, np.ndarray | jax.Array) and np.issubdtype(
             np.asarray(values).dtype, np.integer
         ):
             arr = np.asarray(values, dtype=np.int64).reshape(-1)
             if arr.size and (arr.min() < 0 or arr.max() >= limit):
                 bad = int(arr[(arr < 0) | (arr >= limit)][0])
-                raise IndexError(f"{kind} index {bad} out of range [0, {limit}) in {self.name}")
+                raise IndexOutOfRangeError(
+                    f"{kind} index {bad} out of range [0, {limit}) in {self.name}"
+                )
             return arr.astype(np.int32)
         return np.asarray([self._lookup(kind, v) for v in values], dtype=np.int32)
 

@@ -43,6 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 from numpyro.primitives import Messenger
 
+from smcplan.errors import SmcplanError
 from smcplan.pomdp.model import DENSE_LIMIT, DenseTransition, DiscretePOMDP, SparseTransition
 
 __all__ = [
@@ -60,9 +61,9 @@ State = dict[str, Any]
 OBS_SITE = "obs"
 
 
-class ProgramError(ValueError):
-    """A POMDP program cannot be compiled (non-enumerable site, bad state value, missing ``obs``).
-    """
+class ProgramError(SmcplanError, ValueError):
+    """A POMDP program cannot be compiled (non-enumerable site, bad state value, missing
+    ``obs``)."""
 
 
 def _default_state_name(values: Mapping[str, int]) -> str:

@@ -2,7 +2,7 @@
 ``(a, s)``), with one interface (``predict``, ``row``, ``dense``) so that filters and solvers
 never branch on the storage; and the input checks shared with :mod:`smcplan.pomdp.model`.
 
-Imports only numpy and jax.
+Imports only numpy, jax and :mod:`smcplan.errors`.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from smcplan.errors import SmcplanError
 
 __all__ = [
     "DENSE_LIMIT",
@@ -27,7 +29,7 @@ __all__ = [
 DENSE_LIMIT = 2**27
 
 
-class POMDPValidationError(ValueError):
+class POMDPValidationError(SmcplanError, ValueError):
     """The arrays or names given to :class:`DiscretePOMDP` do not describe a valid POMDP."""
 
 

@@ -90,3 +90,56 @@ def test_context_shapes_put_facts_in_the_situation_and_not_in_the_proposal_text(
     noted = ctx.with_notes(['"look" was rejected: useless'])
     assert ctx.notes == [] and "Notes:\n- \"look\" was rejected: useless" in noted.for_proposal()
     assert Context("t", "obs").for_proposal() == "obs"
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    budget=st.integers(5, 120),
+    obs_words=st.integers(0, 200),
+    notes=st.integers(0, 5),
+    facts=st.integers(0, 8),
+    history_words=st.integers(0, 100),
+)
+def test_fit_cuts_the_view_to_the_budget_and_reports_each_cut(
+    budget, obs_words, notes, facts, history_words
+):
+    ctx = Context(
+        "take the key",
+        " ".join(f"o{i}" for i in range(obs_words)),
+        triplets=[(f"s{i}", "in", "room") for i in range(facts)],
+        history=" ".join(f"h{i}" for i in range(history_words)),
+        notes=[f"note {i} says something" for i in range(notes)],
+    )
+    original = Context(
+        ctx.task, ctx.observation, list(ctx.triplets), ctx.history, notes=list(ctx.notes)
+    )
+    cuts = ctx.fit(budget, words)
+    assert words(ctx.situation()) <= budget
+    assert set(cuts) <= {"history", "notes", "triplets", "belief", "observation", "task"}
+    for was, now in cuts.values():
+        assert now < was
+    assert original.history.endswith(ctx.history)  # the newest part of the history is kept
+    assert original.observation.startswith(ctx.observation)  # the observation keeps its start
+    assert ctx.notes == original.notes[len(original.notes) - len(ctx.notes) :]  # newest notes kept
+    assert ctx.triplets == original.triplets[: len(ctx.triplets)]  # most relevant facts kept
+    if "observation" in cuts:  # history, notes and facts went first
+        assert ctx.history == "" and ctx.notes == [] and ctx.triplets == []
+
+
+def test_a_context_that_fits_is_not_touched():
+    ctx = Context("task", "obs", history="a b c")
+    assert ctx.fit(100, words) == {} and ctx.history == "a b c"
+
+
+def test_react_never_sends_a_prompt_past_the_window_and_records_the_cut(tiny_lm):
+    from smcplan.agents import make
+    from smcplan.llm.inputs import window_of
+
+    window = window_of(tiny_lm.model)
+    agent = make("react", lm=tiny_lm, seed=0, think=False, reserve_tokens=200)
+    huge = "a huge observation " * window
+    agent.reset("take the key", huge, ["look", "take key"])
+    step = agent.act(huge, ["look", "take key"], {})
+    assert step.action in ("look", "take key")
+    cut = step.meta["context_truncated"]
+    assert cut["observation"][0] > window - 200 >= cut["observation"][1]
