@@ -1,10 +1,11 @@
-"""One episode end to end: seed it, build its env and agent, play it, write its summary.
+"""One episode of a sweep, end to end: seed, build the env and the agent, play, summarise.
 
-:func:`run_one` is what the sequential sweep (:func:`smcplan.eval.runner.run_eval`) and the Ray
-workers (:mod:`smcplan.eval.ray_sweep`) both call, so an episode means the same in either: the
-agent seed is ``episode_seed(run seed, episode id)``, the global generators and the model's
-seed stream are reseeded with it, and the summary (schema ``EPISODE_SCHEMA``) is written
-atomically after the step file is committed.
+:func:`run_one_episode` is what both executors run per episode: the in-process loop of
+:func:`smcplan.eval.runner.run_eval` and the Ray workers of :mod:`smcplan.eval.ray_sweep` (same
+per-episode seed, same reseeding, same records), so ``--workers N`` reproduces ``--workers 1``.
+
+Imports the eval layer's parts (build, config, loop, metrics, progress, records); never the
+runner or the CLI.
 """
 
 from __future__ import annotations
@@ -29,12 +30,12 @@ from smcplan.eval.metrics import episode_stats
 from smcplan.eval.progress import Bars
 from smcplan.eval.records import EPISODE_SCHEMA, JsonlWriter, RunPaths, atomic_write_json
 
-__all__ = ["MakeAgent", "run_one"]
+__all__ = ["play_episode", "run_one_episode"]
 
 MakeAgent = Callable[[str, Any, int, dict[str, Any]], Any]
 
 
-def _play(
+def play_episode(
     config: EvalConfig,
     spec: EpisodeSpec,
     pool: EnvPool,
@@ -78,7 +79,7 @@ def _play(
 _NO_TRIAL = {"won": False, "score": 0.0, "steps": 0, "return": 0.0, "truncated": False}
 
 
-def run_one(
+def run_one_episode(
     config: EvalConfig,
     paths: RunPaths,
     index: int,
@@ -101,7 +102,7 @@ def run_one(
     writer = JsonlWriter(paths.steps(episode_id))
     try:
         try:
-            _play(config, spec, pool, make_agent, lm, agent_seed, writer, log, bars)
+            play_episode(config, spec, pool, make_agent, lm, agent_seed, writer, log, bars)
         except EpisodeFailed as failed:
             error = error_record(failed.source, failed.exc)
             if failed.source == "env":

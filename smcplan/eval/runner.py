@@ -53,7 +53,7 @@ from smcplan.eval.loop import (
     EpisodeLog,
     run_episode,
 )
-from smcplan.eval.play import MakeAgent, run_one
+from smcplan.eval.play import MakeAgent, run_one_episode
 from smcplan.eval.progress import Bars
 from smcplan.eval.records import RunPaths
 from smcplan.interrupts import stops_on_signals
@@ -74,7 +74,6 @@ __all__ = [
     "seed_everything",
     "write_run_metrics",
 ]
-
 
 
 @stops_on_signals  # SIGINT/SIGTERM: SweepInterrupted, the episode in flight is dropped
@@ -148,7 +147,7 @@ def run_eval(
                 if config.model != "none" and agent_needs_lm(config.agent):
                     lm = load_lm(config.model, config.quantization)
                 lm_loaded = True
-            episode_ended(run_one(config, paths, index, spec, pool, make_agent, lm, bars))
+            episode_ended(run_one_episode(config, paths, index, spec, pool, make_agent, lm, bars))
     finally:
         bars.close()
         pool.close()
