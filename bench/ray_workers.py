@@ -53,7 +53,9 @@ def main() -> None:
     parser.add_argument("--agent", default="react")
     parser.add_argument("--env", default="twx:coin")
     parser.add_argument(
-        "--model", default=None, help="load_model name (default SmolLM2); 'tiny' = the tiny test model"
+        "--model",
+        default=None,
+        help="load_model name (default SmolLM2); 'tiny' = the tiny test model",
     )
     args = parser.parse_args()
     from smcplan.eval import EvalConfig, run_eval
@@ -100,7 +102,9 @@ def main() -> None:
     base = runs[args.workers[0]]["episodes_per_hour"]
     for row, n in zip(rows, args.workers, strict=True):
         row.append(f"{runs[n]['episodes_per_hour'] / base:.2f}x")
-    print_table(["workers", "episodes", "wall s", "episodes/h", "parallelism", "same", "speed-up"], rows)
+    print_table(
+        ["workers", "episodes", "wall s", "episodes/h", "parallelism", "same", "speed-up"], rows
+    )
     print(
         "wrote",
         write_json(
