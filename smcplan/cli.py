@@ -147,6 +147,16 @@ def parse_kv(items: Sequence[str] | None) -> dict[str, Any]:
     return out
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="smcplan",
@@ -186,7 +196,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--model",
         default=None,
         help="language model for smcplan.llm.load_model (default: packaged SmolLM2; "
-        "'none': no model); loaded only if the agent takes one",
+        "'none': no model; 'openai:<base_url>#<model>': a vLLM/SGLang/llama.cpp server); "
+        "loaded only if the agent takes one",
     )
     ev.add_argument("--quantization", choices=["nf4", "int8"], default=None)
     ev.add_argument(
@@ -219,6 +230,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="extra smcplan.envs.make kwargs (JSON values), repeatable",
     )
     ev.add_argument("--out", default=None, help="run directory (default runs/<agent>-<env>)")
+    ev.add_argument(
+        "--workers",
+        type=_positive,
+        default=1,
+        help="episodes in parallel on Ray workers, each with its own env and model (default 1: "
+        "in-process); same records as 1",
+    )
+    ev.add_argument(
+        "--ray-address",
+        default=None,
+        metavar="ADDR",
+        help="connect to this Ray cluster (e.g. auto, or 10.0.0.1:6379) instead of starting one",
+    )
     ev.add_argument(
         "--retry-errors", action="store_true", help="re-run episodes that ended in an error"
     )
@@ -280,7 +304,11 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         fail_fast=args.fail_fast,
     )
     summaries = run_eval(
-        config, progress=not args.no_progress, show=sys.stdout if args.show else None
+        config,
+        progress=not args.no_progress,
+        show=sys.stdout if args.show else None,
+        workers=args.workers,
+        ray_address=args.ray_address,
     )
     run = load_run(config.out, seed=config.seed)
     run.label = config.agent

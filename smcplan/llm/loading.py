@@ -43,6 +43,7 @@ def load_model(
     dtype: Any = None,
     seed: int = 0,
     threads: int | None = None,
+    **remote: Any,
 ):
     """Load a causal LM and its tokenizer as a :class:`~smcplan.llm.lm.LanguageModel`.
 
@@ -56,7 +57,30 @@ def load_model(
     model under ``SMALL_MODEL_PARAMS`` parameters on CPU and torch's setting otherwise: a small
     model's step is hundreds of tiny ops whose thread synchronisation dominates (SmolLM2 on a
     loaded 2-core machine: 16 tokens at batch 2 took 2.8 s with 1 thread, 26.5 s with 2).
+
+    ``"openai:<base_url>#<model>"`` (e.g. ``"openai:http://127.0.0.1:8000/v1#smollm2-135m"``)
+    connects to a serving engine instead (vLLM, SGLang, llama.cpp server) and returns a
+    :class:`~smcplan.llm.remote.RemoteLanguageModel`; ``remote`` keywords (``engine``,
+    ``tokenizer``, ``timeout``, ``retries``, ``api_key``) go to it. Quantisation, device and
+    dtype are then the server's business and must be left unset.
     """
+    if isinstance(name_or_path, str) and name_or_path.startswith("openai:"):
+        from smcplan.llm.remote import RemoteLanguageModel, parse_remote
+
+        local = {"quantization": quantization, "device": device, "dtype": dtype, "threads": threads}
+        given = sorted(k for k, v in local.items() if v is not None)
+        if given:
+            raise ValueError(
+                f"{given} cannot be set for the remote model {name_or_path!r}: the serving "
+                "engine decides them; leave them unset"
+            )
+        spec = parse_remote(name_or_path)
+        return RemoteLanguageModel(spec.base_url, spec.model, seed=seed, **remote)
+    if remote:
+        raise TypeError(
+            f"load_model got unexpected keyword(s) {sorted(remote)}; they apply only to remote "
+            "models ('openai:<base_url>#<model>')"
+        )
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
