@@ -146,7 +146,8 @@ def run_eval(
 
             run_parallel(
                 config, paths, todo, workers=workers, address=ray_address, make_env=make_env,
-                make_agent=make_agent, load_lm=load_lm, on_summary=episode_ended,
+                make_agent=make_agent, load_lm=load_lm, run_one=_run_one,
+                on_summary=episode_ended,
             )  # fmt: skip
             todo = []
         for index, spec in todo:
