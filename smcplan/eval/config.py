@@ -126,6 +126,8 @@ def write_config(paths: RunPaths, config: EvalConfig, specs: Sequence[EpisodeSpe
             "schema": CONFIG_SCHEMA,
             "identity": config.identity(),
             "config": asdict(config),
+            # slow thinking that steps clones of the real environment: an oracle world model
+            "oracle_world_model": config.agent_config.get("world_model") == "simulator",
             "episodes": [s.id for s in specs],
             "smcplan_version": getattr(smcplan, "__version__", None),
             "python": platform.python_version(),

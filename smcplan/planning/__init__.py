@@ -3,6 +3,7 @@
 * :func:`tsmc` — the algorithm (NeSyFS weighting or properly weighted twisted SMC);
 * :func:`plan` — the drop-in slow thinker: ``plan(pomdp, belief, key, num_particles, horizon)``
   for toy POMDPs, ``plan(task, memory, admissible_actions, lm=...)`` for text agents;
+* :class:`PlannerConfig`, :class:`Retrieval` — the text planner's settings, validated once;
 * :class:`PlanResult` — chosen action, weight mass per first action, particles, log-weights,
   ancestry, ESS, log Z, calls per component;
 * the component Protocols (:class:`Proposal`, :class:`WorldModel`, :class:`Twist`) and what
@@ -25,6 +26,7 @@ from smcplan.planning.components import (
     Twist,
     WorldModel,
 )
+from smcplan.planning.config import PROGRESS, WORLD_MODELS, PlannerConfig, Retrieval
 from smcplan.planning.plan import plan, plan_pomdp
 from smcplan.planning.result import PlanResult
 from smcplan.planning.tsmc import CHOICES, WEIGHTINGS, tsmc
@@ -44,4 +46,8 @@ __all__ = [
     "replicate",
     "WEIGHTINGS",
     "CHOICES",
+    "PlannerConfig",
+    "Retrieval",
+    "WORLD_MODELS",
+    "PROGRESS",
 ]

@@ -52,6 +52,16 @@ class PlanResult:
         :math:`\log\mathbb E_q[e^{\lambda\sum_t\delta_t}]`.
     calls
         Batched invocations of each component: ``{"proposal": H, "world_model": H, "twist": H}``.
+    step_observations, step_delta, step_log_psi, step_log_weights
+        Per step t: the N observations the world model returned, the twist's :math:`\delta_t`
+        and :math:`\log\psi_t` (``None`` where the twist gave none) and the normalised
+        :math:`\log W^t` after the reweighting (particle i of step t descends from particle
+        ``ancestry[t][i]`` of step t-1).
+    degenerate
+        Every particle had the same progress at every step (the weights carry no information).
+    tie_break
+        The rule that chose the action because the run was degenerate (``"proposal"``), or
+        ``None`` when the weights decided.
     """
 
     action: Any
@@ -72,6 +82,12 @@ class PlanResult:
     num_particles: int
     config: dict[str, Any] = field(default_factory=dict)
     action_names: list[str] | None = None
+    step_observations: list[Batch] = field(default_factory=list)
+    step_delta: list[Any] = field(default_factory=list)
+    step_log_psi: list[Any] = field(default_factory=list)
+    step_log_weights: list[Any] = field(default_factory=list)
+    degenerate: bool = False
+    tie_break: str | None = None
 
     def action_name(self, action: Any = None) -> str:
         """Human-readable name of ``action`` (default: the chosen one)."""
@@ -101,6 +117,8 @@ class PlanResult:
                 k: (v if isinstance(v, int | float | str | bool | type(None)) else repr(v))
                 for k, v in self.config.items()
             },
+            "degenerate": bool(self.degenerate),
+            "tie_break": self.tie_break,
         }
         if arrays:
             out["ancestry"] = np.asarray(self.ancestry).tolist()
@@ -110,6 +128,47 @@ class PlanResult:
                 [self.action_name(a) for a in to_host_list(b)] for b in self.step_actions
             ]
         return out
+
+    def trace(
+        self, max_particles: int = 64, max_steps: int = 8, obs_chars: int = 160
+    ) -> dict[str, Any]:
+        """The whole run, step by step, for the viewer (schema: :mod:`smcplan.agents.record`).
+
+        Kept in full for N <= ``max_particles`` and H <= ``max_steps``; beyond that the first
+        particles and steps are kept and ``truncated`` is True.
+        """
+        n, h = min(self.num_particles, max_particles), min(len(self.step_actions), max_steps)
+        anc = np.asarray(self.ancestry)
+        ess = np.asarray(self.ess, dtype=np.float64)
+        res = np.asarray(self.resampled)
+        steps = []
+        for t in range(h):
+            lw = np.asarray(self.step_log_weights[t], dtype=np.float64)
+            obs = (
+                to_host_list(self.step_observations[t])
+                if t < len(self.step_observations)
+                else [""] * self.num_particles
+            )
+            steps.append({
+                "t": t + 1,
+                "actions": [self.action_name(a) for a in to_host_list(self.step_actions[t])[:n]],
+                "observations": [_clip(o, obs_chars) for o in obs[:n]],
+                "ancestors": [int(a) for a in anc[t][:n]],
+                "delta": _floats(self.step_delta[t], n) if t < len(self.step_delta) else None,
+                "log_psi": _floats(self.step_log_psi[t], n) if t < len(self.step_log_psi) else None,
+                "log_weights": [_finite_or_str(x) for x in lw[:n].tolist()],
+                "weights": np.exp(lw[:n]).tolist(),
+                "ess": float(ess[t]),
+                "resampled": bool(res[t]),
+            })
+        return {
+            "steps": steps,
+            "chosen_index": self.chosen_index,
+            "action": self.action_name(),
+            "truncated": bool(
+                self.num_particles > max_particles or len(self.step_actions) > max_steps
+            ),
+        }
 
     def __repr__(self) -> str:
         mass = ", ".join(
@@ -122,6 +181,17 @@ class PlanResult:
             f"H={self.horizon}, log_Z={self.log_Z:.4g}, "
             f"min_ess={float(np.min(np.asarray(self.ess))):.3g}, mass={{{mass}}})"
         )
+
+
+def _floats(row: Any, n: int) -> list[float | str] | None:
+    if row is None:
+        return None
+    return [_finite_or_str(x) for x in np.asarray(row, dtype=np.float64)[:n].tolist()]
+
+
+def _clip(text: Any, limit: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _finite_or_str(x: float) -> float | str:

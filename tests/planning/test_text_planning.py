@@ -94,8 +94,10 @@ def test_particles_update_their_own_graph_copies_and_never_the_agents_memory(lm)
 def test_twisted_text_plan_weights_telescope_to_the_final_progress_twist(lm):
     # Proposal at temperature 1 (q = p0) and observations sampled from the model (q_W = p): the
     # twisted weight of a particle telescopes to psi_H = P(Yes | its last transition).  Without
-    # resampling the final log-weights must equal the normalised log P(Yes) recomputed here.
+    # resampling the final log-weights must equal the normalised log P(Yes) recomputed here
+    # (the judge sees each particle's retrieved facts and new triplets before its observations).
     from smcplan.llm import ProgressModel
+    from smcplan.planning.progress import LMProgress
 
     res = smcplan.plan(
         TASK,
@@ -110,8 +112,11 @@ def test_twisted_text_plan_weights_telescope_to_the_final_progress_twist(lm):
         ess_threshold=0.0,
         extractor="rule",
     )
+    shown = LMProgress(None, TASK)
     judged = ProgressModel(lm)(
-        [TASK] * 4, [p.previous for p in res.particles], [p.steps[-1][0] for p in res.particles],
+        [TASK] * 4,
+        [shown._before(p) for p in res.particles],
+        [p.steps[-1][0] for p in res.particles],
         [p.observation for p in res.particles],
     )
     log_psi = np.array([j.log_twist for j in judged])

@@ -15,7 +15,9 @@ Actions (4n + 1), deterministic
     ``go to R`` (the agent moves to R); ``open R`` / ``close R`` (only when at R, else nothing
     happens); ``take key 1 from R`` (only when at R): if the key is in R the task succeeds; if R is
     *closed* and the key is not there the agent grabs blindly, takes the wrong thing and the task
-    fails; if R is open and empty nothing happens; ``look``.
+    fails; if R is open and empty nothing happens; ``look``.  With ``closed_take="fails"``
+    (ALFWorld's rule: what a closed receptacle holds cannot be taken) any take from a closed R
+    fails the task, key or not, so the key must be seen before it is taken.
 
 Observations (readable, ALFWorld phrasing), a function of the arrival state and the action
     ``you arrive at the R. the R is closed.`` / ``... the R is open. in it, you see a key 1.`` /
@@ -101,6 +103,7 @@ def household_program(
     success_reward: float = 10.0,
     failure_penalty: float = 10.0,
     discount: float = 0.95,
+    closed_take: str = "blind",
 ) -> POMDPProgram:
     """The household search task as a :class:`~smcplan.pomdp.program.POMDPProgram` (module
     docstring)."""
@@ -132,6 +135,10 @@ def household_program(
     if look_accuracy is not None and not 0.0 <= look_accuracy <= 1.0:
         raise ValueError(f"look_accuracy must be None or lie in [0, 1]; got {look_accuracy}")
     noisy_look = look_accuracy is not None
+    if closed_take not in ("blind", "fails"):
+        raise ValueError(f"unknown closed_take {closed_take!r}; known: blind, fails")
+    closed_fails = closed_take == "fails"
+    fail_text = "knock things over" if closed_fails else "take the wrong thing"
 
     block = 10 if noisy_look else 9
     obs_names: list[str] = []
@@ -144,7 +151,7 @@ def household_program(
             f"you open the {r}. in it, you see nothing.",
             f"you close the {r}.",
             f"you pick up the {obj} from the {r}.",
-            f"you reach into the closed {r} and take the wrong thing. the task has failed.",
+            f"you reach into the closed {r} and {fail_text}. the task has failed.",
             f"you are facing the {r}.",
         ]
         if noisy_look:
@@ -185,11 +192,18 @@ def household_program(
         opened = jnp.where((kind == OPEN) & at_r, s["open"] | bit, s["open"])
         opened = jnp.where((kind == CLOSE) & at_r, opened & ~bit, opened)
         take = (kind == TAKE) & at_r
-        done = jnp.where(
-            take & (s["key"] == r),
-            SUCCEEDED,
-            jnp.where(take & ~r_open & (s["key"] != r), FAILED, ONGOING),
-        )
+        if closed_fails:  # nothing can be taken from a closed receptacle
+            done = jnp.where(
+                take & ~r_open,
+                FAILED,
+                jnp.where(take & (s["key"] == r), SUCCEEDED, ONGOING),
+            )
+        else:
+            done = jnp.where(
+                take & (s["key"] == r),
+                SUCCEEDED,
+                jnp.where(take & ~r_open & (s["key"] != r), FAILED, ONGOING),
+            )
         done = jnp.where(ongoing, done, OVER)
         ended = done != ONGOING  # ended states are single states: zero the other factors
         return {
