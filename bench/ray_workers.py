@@ -96,9 +96,7 @@ def main() -> None:
             "errors": sum(s["status"] == "error" for s in summaries),
             "same_records_as_first": same,
         }
-        rows.append(
-            [n, len(summaries), f"{wall:.0f}", f"{eph:.1f}", f"{busy / wall:.2f}", same]
-        )
+        rows.append([n, len(summaries), f"{wall:.0f}", f"{eph:.1f}", f"{busy / wall:.2f}", same])
     base = runs[args.workers[0]]["episodes_per_hour"]
     for row, n in zip(rows, args.workers, strict=True):
         row.append(f"{runs[n]['episodes_per_hour'] / base:.2f}x")
