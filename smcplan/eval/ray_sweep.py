@@ -4,8 +4,8 @@ Worker side: :class:`WorkerFactory` is shipped to each Ray actor, which builds a
 :class:`EpisodeWorker` there: its own environment pool and (when the agent needs one) its own
 language model, loaded once per worker (a local model, or a client of a shared serving engine
 for ``openai:`` models). The worker runs an episode exactly as ``--workers 1`` does (the same
-``_run_one``: same per-episode seed, same reseeding, same records) into a scratch directory of
-its own and returns the step lines and the summary.
+:func:`smcplan.eval.play.run_one_episode`: same per-episode seed, same reseeding, same records)
+into a scratch directory of its own and returns the step lines and the summary.
 
 Driver side: :func:`write_outcome` puts them into the run directory, steps first and the
 summary last, each atomically, so the directory has the same files and format as a sequential
@@ -66,14 +66,14 @@ class EpisodeWorker:
 
     def __call__(self, index: int, spec: EpisodeSpec) -> dict[str, Any]:
         from smcplan.eval.build import agent_needs_lm
-        from smcplan.eval.runner import _run_one
+        from smcplan.eval.play import run_one_episode
 
         config = self.f.config
         if not self._lm_loaded:
             if config.model != "none" and agent_needs_lm(config.agent):
                 self.lm = self.f.load_lm(config.model, config.quantization)
             self._lm_loaded = True
-        summary = _run_one(
+        summary = run_one_episode(
             config, self.paths, index, spec, self.pool, self.f.make_agent, self.lm, self.bars
         )
         steps_path = self.paths.steps(spec.id)
