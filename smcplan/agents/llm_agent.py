@@ -146,9 +146,11 @@ class LLMAgent:
         Seed of the agent's own random stream (proposal, thought and judge sampling).
     context
         ``"history"``, ``"kg"`` or ``"belief"`` (default: the class's ``default_context``).
-    history_tokens, reserve_tokens, max_observation_chars
+    history_tokens, reserve_tokens, max_observation_chars, history_block
         History budget ``min(history_tokens, window - reserve_tokens)`` tokens; each past
-        observation is clipped to ``max_observation_chars`` characters.
+        observation is clipped to ``max_observation_chars`` characters; old turns are dropped
+        ``history_block`` at a time (3), so the prompt's beginning stays the same for several
+        steps and the model's prefix cache reuses it.
     extractor, env_kind, kg_hops, kg_limit
         KG context: ``"rule"``, ``"llm"`` or ``"auto"`` triplet extraction
         (:mod:`smcplan.agents.extractors`), the benchmark's rule set, and the retrieval's hops
@@ -179,6 +181,7 @@ class LLMAgent:
         history_tokens: int = 512,
         reserve_tokens: int = 1024,
         max_observation_chars: int = 400,
+        history_block: int = 3,
         extractor: str = "auto",
         env_kind: str | None = None,
         kg_hops: int = 2,
@@ -211,7 +214,7 @@ class LLMAgent:
         self._meter = UsageMeter([lm])
         self._usage_mark = self._meter.snapshot()
         self.counter = TokenCounter(lm)
-        self.history = History(max_observation_chars)
+        self.history = History(max_observation_chars, block=history_block)
         self.history_budget = history_budget(lm, history_tokens, reserve_tokens)
         if proposer is None:
             from smcplan.llm import ActionProposal
@@ -326,8 +329,9 @@ class LLMAgent:
     def propose(
         self, ctx: Context, admissible: list[str], feedback: Sequence[str] = ()
     ) -> Candidate:
-        """One admissible action from the proposal role, with ``feedback`` shown as notes."""
-        view = ctx.with_notes(feedback) if feedback else ctx
+        """One admissible action from the proposal role, with ``feedback`` shown after the
+        observation (:meth:`Context.with_feedback`)."""
+        view = ctx.with_feedback(feedback) if feedback else ctx
         (p,) = self.proposer(
             [self.task], [view.triplets], [view.for_proposal()], [admissible], seed=self.next_seed()
         )

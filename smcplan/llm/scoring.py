@@ -14,6 +14,10 @@ Distinct prompts are batched with left padding (explicit ``position_ids`` from t
 mask); continuations are right-padded (causal attention means trailing pads never influence the
 real tokens). Work is chunked so that a chunk's cache and logits stay under ``max_batch_tokens``.
 
+The prompt pass itself is :func:`smcplan.llm.prefill.prefill`: with a cross-call
+:class:`~smcplan.llm.prefix_cache.PrefixCache` it reuses the stored states of each prompt's
+longest cached prefix and runs only the rest.
+
 Imports torch and transformers; must not import ``smcplan.memory`` or ``smcplan.envs``.
 """
 
@@ -23,6 +27,9 @@ from collections.abc import Sequence
 
 import numpy as np
 import torch
+
+from smcplan.llm.prefill import prefill
+from smcplan.llm.prefix_cache import PrefixCache
 
 __all__ = ["score_cached", "score_naive"]
 
@@ -50,7 +57,11 @@ def _forward(model, ids, mask, positions, cache=None):
     if cache is None:
         cache = DynamicCache(config=model.config)
     return model(
-        input_ids=ids, attention_mask=mask, position_ids=positions, cache=cache, use_cache=True
+        input_ids=ids,
+        attention_mask=mask,
+        position_ids=positions,
+        cache=cache,
+        use_cache=True,
     )
 
 
@@ -61,8 +72,10 @@ def score_cached(
     continuations: Sequence[Sequence[int]],
     pad_id: int,
     max_batch_tokens: int = 8192,
-) -> np.ndarray:
-    """``log p(continuations[i] | prompts[i])`` for every i, one prompt pass per distinct prompt."""
+    prefix_cache: PrefixCache | None = None,
+) -> tuple[np.ndarray, int]:
+    """``log p(continuations[i] | prompts[i])`` for every i, one prompt pass per distinct prompt
+    (starting from ``prefix_cache`` when given); also returns the prompt tokens reused from it."""
     from transformers import DynamicCache
 
     if len(prompts) != len(continuations):
@@ -77,6 +90,7 @@ def score_cached(
             )
         groups.setdefault(tuple(p), []).append(i)
     unique = list(groups)
+    reused = 0
     # chunk distinct prompts so that chunk_size * longest_prompt <= max_batch_tokens
     start = 0
     while start < len(unique):
@@ -89,18 +103,18 @@ def score_cached(
             stop += 1
         chunk = unique[start:stop]
         start = stop
-        ids, mask = _left_pad(chunk, pad_id, device)
-        res = _forward(model, ids, mask, _positions(mask))
-        first_logp = torch.log_softmax(res.logits[:, -1, :].float(), dim=-1)
-        layers = [(k, v) for k, v, *_ in res.cache]
-        lengths = mask.sum(-1)
+        pre = prefill(model, [list(u) for u in chunk], pad_id, prefix_cache)
+        reused += sum(len(u) for u in chunk) - pre.run
+        mask, lengths = pre.mask, pre.lengths
+        first_logp = torch.log_softmax(pre.last_logits.float(), dim=-1)
+        layers = [(k, v) for k, v, *_ in pre.cache]
         rows = [(u, i) for u, key in enumerate(chunk) for i in groups[key] if continuations[i]]
         for u, i in rows:
             out[i] = float(first_logp[u, continuations[i][0]])
         rows = [(u, i) for u, i in rows if len(continuations[i]) > 1]
         r0 = 0
         while r0 < len(rows):
-            width = ids.shape[1]
+            width = mask.shape[1]
             r1 = r0 + 1
             while (
                 r1 < len(rows)
@@ -134,7 +148,7 @@ def score_cached(
                 c = continuations[i]
                 targets = cids[j, 1 : len(c)]
                 out[i] += float(logp[j, : len(c) - 1].gather(-1, targets[:, None]).sum())
-    return out
+    return out, reused
 
 
 @torch.inference_mode()
