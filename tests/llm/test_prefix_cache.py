@@ -252,3 +252,26 @@ def test_smollm2_cached_and_uncached_agree(smol):
     b = off.sample([_prompt(OBS[0]), _prompt(OBS[2])], n=2, seed=5, max_new_tokens=10)
     assert [[s.token_ids for s in r] for r in a] == [[s.token_ids for s in r] for r in b]
     assert on.usage.cached_tokens > 0
+
+
+@pytest.mark.parametrize("attention", ["sdpa", "eager", "rows"])
+def test_packed_continuations_equal_one_row_per_continuation_and_the_naive_pass(attention, monkeypatch):
+    """Scoring packs all continuations of a prompt into one row under a 4-D mask (SDPA's boolean
+    or eager's additive form); ``rows`` is the fallback (one cache copy per continuation). All
+    equal the naive pass over prompt + continuation, also with a chunk bound that splits the
+    packed continuations into several passes (``cache.crop`` between them)."""
+    from smcplan.llm import scoring
+    from smcplan.llm.testing import tiny_model
+
+    lm = tiny_model()
+    if attention == "rows":
+        monkeypatch.setattr(scoring, "_PACKED_ATTENTION", ())
+    else:
+        lm.model.set_attn_implementation(attention)
+        assert lm.model.config._attn_implementation == attention
+    acts = ["go north", "take coin from the table", "x", "open the drawer and look inside", ""]
+    rows_p = [_prompt(o) for o in OBS for _ in acts]
+    want = lm.logprob(rows_p, acts * 3, add_eos=True, reuse_cache=False)
+    for bound in (8192, 8):  # 8: one prompt per chunk, <= 8 packed tokens per pass
+        got = lm.logprob(rows_p, acts * 3, add_eos=True, max_batch_tokens=bound)
+        assert got == pytest.approx(want, abs=TOL)
