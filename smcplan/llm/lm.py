@@ -45,7 +45,7 @@ import torch
 
 from smcplan.llm.constrained import GenerationError, OutputSpec, output_spec, spec_regex
 from smcplan.llm.nucleus import top_p_filter
-from smcplan.llm.prefill import prefill, supports_prefix_cache
+from smcplan.llm.prefill import prefill, remember_decoded, supports_prefix_cache
 from smcplan.llm.prefix_cache import DEFAULT_PREFIX_CACHE_BYTES, PrefixCache
 from smcplan.llm.scoring import score_cached, score_naive
 from smcplan.llm.vocab import outlines_vocabulary
@@ -212,10 +212,7 @@ class LanguageModel:
     @contextlib.contextmanager
     def _threading(self) -> Iterator[None]:
         """Run with ``self.threads`` intra-op CPU threads (restored afterwards); ``None`` = unchanged.
-
-        Tiny models are dominated by per-op thread synchronisation: on a loaded 2-core machine a
-        64x128 matmul took 3.6 ms with 2 threads and 0.07 ms with 1.
-        """
+        (Tiny models: per-op thread synchronisation dominates; docs/llm.md "Threads".)"""
         if self.threads is None:
             yield
             return
@@ -334,6 +331,11 @@ class LanguageModel:
                 use_cache=True,
             )
             cache, next_logits = res.cache, res.logits[:, -1, :]
+        if self.prefix_cache is not None:  # keep the states of the sampled answers too
+            fed = len(out_tokens) - int(bool(done.all()))  # tokens run through the model
+            toks = torch.stack(out_tokens[:fed], 1).tolist() if fed else [[]] * R
+            kept = [t[: min(int(c), fed)] for t, c in zip(toks, count.tolist(), strict=True)]
+            remember_decoded(self.prefix_cache, pre, cache, rows.tolist(), unique, kept)
         self.usage.calls += 1
         self.usage.prompt_tokens += int(sum(len(r) for r in unique))  # each distinct one once
         self.usage.generated_tokens += int(count.sum())

@@ -177,12 +177,21 @@ def _forward(
     return Prefilled(cache, mask, lengths, res.logits[:, -1, :], ids, hits, sum(rests))
 
 
-def _store(prefix_cache: PrefixCache, cache, rows, hits, C: int, W: int) -> None:
-    """Insert each row's states: its position ``j`` sits in column ``C - h + j`` (cached part)
-    or ``C + W - (n - h) + (j - h)`` (run part)."""
+def _store(
+    prefix_cache: PrefixCache,
+    cache,
+    rows: Sequence[Sequence[int]],
+    hits: Sequence[int],
+    C: int,
+    W: int,
+    prompt_lengths: Sequence[int] | None = None,
+) -> None:
+    """Insert each row's states. With prompt length ``n`` and ``h`` cached tokens, position
+    ``j`` of row ``i`` sits in column ``C - h + j`` (cached part, ``j < h``) or ``C + W - n + j``
+    (the part run in the input block, and after it the tokens decoded one by one)."""
     layers = [(k, v) for k, v, *_ in cache]
-    for i, (r, h) in enumerate(zip(rows, hits, strict=True)):
-        n = len(r)
+    lengths = prompt_lengths if prompt_lengths is not None else [len(r) for r in rows]
+    for i, (r, h, n) in enumerate(zip(rows, hits, lengths, strict=True)):
 
         def states(a: int, b: int, i: int = i, h: int = h, n: int = n):
             cols = [C - h + j if j < h else C + W - n + j for j in range(a, b)]
@@ -190,3 +199,28 @@ def _store(prefix_cache: PrefixCache, cache, rows, hits, C: int, W: int) -> None
             return [(k[i].index_select(1, idx), v[i].index_select(1, idx)) for k, v in layers]
 
         prefix_cache.insert(r, states)
+
+
+def remember_decoded(
+    prefix_cache: PrefixCache,
+    pre: Prefilled,
+    cache,
+    slots: Sequence[int],
+    prompts: Sequence[Sequence[int]],
+    decoded: Sequence[Sequence[int]],
+) -> None:
+    """After decoding from ``pre``: store row ``r``'s prompt ``prompts[slots[r]]`` followed by
+    ``decoded[r]`` (tokens whose states ``cache`` holds, in the columns after the prefill's), so
+    that a later prompt continuing a sampled answer (a thought, then the action after it) reuses
+    them."""
+    W = pre.input_ids.shape[1]
+    C = pre.mask.shape[1] - W
+    _store(
+        prefix_cache,
+        cache,
+        [list(prompts[s]) + list(d) for s, d in zip(slots, decoded, strict=True)],
+        [pre.cached[s] for s in slots],
+        C,
+        W,
+        [len(prompts[s]) for s in slots],
+    )

@@ -275,3 +275,23 @@ def test_packed_continuations_equal_one_row_per_continuation_and_the_naive_pass(
     for bound in (8192, 8):  # 8: one prompt per chunk, <= 8 packed tokens per pass
         got = lm.logprob(rows_p, acts * 3, add_eos=True, max_batch_tokens=bound)
         assert got == pytest.approx(want, abs=TOL)
+
+
+def test_sampled_answers_are_kept_and_a_prompt_continuing_one_reuses_them(tiny):
+    """The states of a sampled thought are stored with its prompt: scoring an action after
+    prompt + "Thought: <that thought>" then runs only the few tokens after the thought, and
+    gives the same log-probabilities as without the cache."""
+    on, off = _pair(tiny)
+    prompt = _prompt(OBS[0])
+    (thought,), = on.sample([prompt], Regex(r"[a-z ]{1,30}"), seed=2, assistant_prefix="Thought: ")
+    assert thought.token_ids
+    prefix = f"Thought: {thought.text}\nAction: "
+    counter = _PrefillCounter(on.model)
+    try:
+        got = on.logprob([prompt] * 2, ["go north", "take coin"], assistant_prefix=prefix)
+    finally:
+        counter.close()
+    want = off.logprob([prompt] * 2, ["go north", "take coin"], assistant_prefix=prefix)
+    assert got == pytest.approx(want, abs=TOL)
+    full = len(on.encode_prompt(prompt, prefix))
+    assert counter.tokens <= full - len(on.encode_prompt(prompt, "Thought: ")) - 1
