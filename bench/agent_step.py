@@ -3,7 +3,8 @@
     nice -n 10 .venv/bin/python bench/agent_step.py                       # the full run (long)
     nice -n 10 .venv/bin/python bench/agent_step.py --seeds 10000 --steps 5 --agents react nesyfs
 
-Each (agent, cache mode) runs in its own process (clean peak RSS) on twx:coin dev seeds, the
+Each (agent, cache mode) runs in its own process (clean peak RSS; ``--jobs`` of them at a time,
+which changes wall seconds but not the CPU seconds of each) on twx:coin dev seeds, the
 same agent seed and model seed in both modes, so the two runs make the same calls and differ
 only by the cache (and fp32 rounding). Per step it records the wall and CPU seconds of ``act``,
 the model's counters (prompt, cached, generated, scored tokens) and, per model call, the role
@@ -226,6 +227,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--agent-seed", type=int, default=0)
     parser.add_argument("--model-seed", type=int, default=0)
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="worker processes at a time (CPU seconds are per process)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--agent", help=argparse.SUPPRESS)
     parser.add_argument("--cache", choices=("on", "off"), help=argparse.SUPPRESS)
@@ -236,30 +239,40 @@ def main() -> None:
         return
     results: dict[str, Any] = {
         "env": args.env, "seeds": args.seeds, "steps": args.steps, "threads": args.threads,
-        "command": " ".join([Path(sys.executable).name, *sys.argv]), "agents": {},
+        "jobs": args.jobs, "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "agents": {},
     }
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for agent in args.agents:
-            runs = {}
-            for mode in ("off", "on"):
-                out = Path(tmp) / f"{agent}-{mode}.json"
+        todo = [(agent, mode) for agent in args.agents for mode in ("off", "on")]
+        running: list[tuple[str, str, subprocess.Popen, float]] = []
+        runs: dict[str, dict[str, Any]] = defaultdict(dict)
+        while todo or running:
+            while todo and len(running) < args.jobs:
+                agent, mode = todo.pop(0)
                 cmd = [
                     sys.executable, __file__, "--worker", "--agent", agent, "--cache", mode,
-                    "--out", str(out), "--env", args.env, "--steps", str(args.steps),
-                    "--threads", str(args.threads), "--agent-seed", str(args.agent_seed),
-                    "--model-seed", str(args.model_seed), "--seeds", *map(str, args.seeds),
-                ]
-                if args.model:
-                    cmd += ["--model", args.model]
-                t0 = time.perf_counter()
-                subprocess.run(cmd, check=True)
+                    "--out", str(Path(tmp) / f"{agent}-{mode}.json"), "--env", args.env,
+                    "--steps", str(args.steps), "--threads", str(args.threads),
+                    "--agent-seed", str(args.agent_seed), "--model-seed", str(args.model_seed),
+                    "--seeds", *map(str, args.seeds),
+                ] + (["--model", args.model] if args.model else [])
+                running.append((agent, mode, subprocess.Popen(cmd), time.perf_counter()))
+            time.sleep(1.0)
+            for item in list(running):
+                agent, mode, proc, t0 = item
+                if proc.poll() is None:
+                    continue
+                running.remove(item)
+                if proc.returncode != 0:
+                    raise SystemExit(f"{agent} cache {mode} failed (exit {proc.returncode})")
                 print(f"{agent} cache {mode}: {time.perf_counter() - t0:.0f} s", flush=True)
-                runs[mode] = json.loads(out.read_text())
-            s_off, s_on = _summary(runs["off"]), _summary(runs["on"])
-            cmp = _compare(runs["off"], runs["on"])
+                runs[agent][mode] = json.loads((Path(tmp) / f"{agent}-{mode}.json").read_text())
+        for agent in args.agents:
+            s_off, s_on = _summary(runs[agent]["off"]), _summary(runs[agent]["on"])
+            cmp = _compare(runs[agent]["off"], runs[agent]["on"])
             results["agents"][agent] = {"off": s_off, "on": s_on, "compare": cmp,
-                                        "cache_stats": runs["on"]["cache_stats"]}
+                                        "cache_stats": runs[agent]["on"]["cache_stats"]}
             for label, s in (("off", s_off), ("on", s_on)):
                 rows.append([
                     agent, label, s["steps"], f"{s['wall_s_per_step']:.2f}",
