@@ -227,6 +227,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--agent-seed", type=int, default=0)
     parser.add_argument("--model-seed", type=int, default=0)
+    parser.add_argument("--name", default="agent_step", help="bench/results/<name>.json")
     parser.add_argument("--jobs", type=int, default=1,
                         help="worker processes at a time (CPU seconds are per process)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -309,7 +310,7 @@ def main() -> None:
               f"{_prefilled(r['on']['roles'].get(n, {})):.0f}",
               f"{r['on']['roles'].get(n, {}).get('generated_tokens', 0):.0f}"] for n in names],
         )
-    print("wrote", write_json("agent_step", results))
+    print("wrote", write_json(args.name, results))
 
 
 def _prefilled(role: dict[str, float]) -> float:
