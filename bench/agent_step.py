@@ -234,6 +234,8 @@ def main() -> None:
     parser.add_argument("--name", default="agent_step", help="bench/results/<name>.json")
     parser.add_argument("--agent-steps", nargs="*", default=[], metavar="AGENT=N",
                         help="steps for one agent (overrides --steps)")
+    parser.add_argument("--from-runs", action="store_true",
+                        help="only summarise bench/results/<name>_runs/ (e.g. after a cut run)")
     parser.add_argument("--deadline", type=float, default=None,
                         help="seconds; then stop the workers and report the steps they finished")
     parser.add_argument("--jobs", type=int, default=1,
@@ -263,6 +265,8 @@ def main() -> None:
         todo = [(agent, mode) for agent in args.agents for mode in ("off", "on")]
         running: list[tuple[str, str, subprocess.Popen, float]] = []
         runs: dict[str, dict[str, Any]] = defaultdict(dict)
+        if args.from_runs:  # summarise the run files already there (no new runs)
+            todo = []
         for agent, mode in todo:
             (tmp / f"{agent}-{mode}.json").unlink(missing_ok=True)
         while todo or running:
@@ -326,8 +330,8 @@ def main() -> None:
         r["speedup_cpu"] = r["off"]["cpu_s_per_step"] / max(r["on"]["cpu_s_per_step"], 1e-9)
         if react is not None:
             r["cpu_vs_react_on"] = r["on"]["cpu_s_per_step"] / max(react["on"]["cpu_s_per_step"], 1e-9)
-    print(f"\n{args.env} seeds {args.seeds}, <= {args.steps} steps, SmolLM2 fp32 CPU, "
-          f"{args.threads} thread(s); per step")
+    print(f"\n{args.env} seeds {args.seeds}, SmolLM2 fp32 CPU, {args.threads} thread(s); per "
+          "step, over the steps both modes finished ('steps')")
     print_table(
         ["agent", "cache", "steps", "wall s", "CPU s", "calls", "prompt tok", "prefilled",
          "decode", "scored", "hit", "peak RSS MB", "same action", "max |dlogp|"],
