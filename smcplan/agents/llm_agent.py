@@ -294,6 +294,10 @@ class LLMAgent:
         """Called by the harness after the last step; see :meth:`on_episode_end`."""
         self.on_episode_end(bool(won), float(score))
 
+    def episode_info(self) -> dict[str, Any] | None:
+        """What the episode meant to the agent (see ``Agent``); ``None``: nothing to add."""
+        return None
+
     # ------------------------------------------------------------------ extension points
     def decide(
         self, observation: str, admissible: list[str], info: dict[str, Any], rec: StepRecord
