@@ -28,7 +28,6 @@ import os
 import resource
 import subprocess
 import sys
-import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -40,7 +39,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import print_table, write_json  # noqa: E402
+from _common import RESULTS, print_table, write_json  # noqa: E402
 
 COUNTERS = ("prompt_tokens", "cached_tokens", "generated_tokens", "scored_tokens")
 
@@ -106,7 +105,23 @@ def worker(args: argparse.Namespace) -> None:
     )
     rss_model = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     prof = _Profiler(lm)
-    episodes = []
+    episodes: list[dict[str, Any]] = []
+
+    def save() -> None:  # after every step, so that a run cut by --deadline keeps its steps
+        cache = lm.prefix_cache
+        out = {
+            "agent": args.agent,
+            "cache": args.cache,
+            "rss_after_model_bytes": rss_model,
+            "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+            "cache_bytes": cache.nbytes if cache is not None else 0,
+            "cache_bound_bytes": cache.max_bytes if cache is not None else 0,
+            "cache_stats": cache.stats.as_dict() if cache is not None else None,
+            "episodes": episodes,
+        }
+        Path(args.out + ".part").write_text(json.dumps(out))
+        os.replace(args.out + ".part", args.out)
+
     for seed in args.seeds:
         agent = make(args.agent, lm=lm, seed=args.agent_seed)
         env = make_env(args.env)
@@ -115,7 +130,8 @@ def worker(args: argparse.Namespace) -> None:
             actions = list(info["admissible_actions"])
             agent.reset(env.task, obs, actions)
             prof.take()
-            steps = []
+            steps: list[dict[str, Any]] = []
+            episodes.append({"seed": seed, "won": False, "steps": steps})
             for t in range(args.steps):
                 before = lm.usage.as_dict()
                 t0, c0 = time.perf_counter(), time.process_time()
@@ -140,26 +156,14 @@ def worker(args: argparse.Namespace) -> None:
                     }
                 )
                 obs, _reward, done, info = env.step(step.action)
+                episodes[-1]["won"] = bool(info.get("won"))
+                save()
                 if done:
                     break
                 actions = list(info["admissible_actions"])
-            episodes.append(
-                {"seed": seed, "won": bool(info.get("won")), "steps": steps}
-            )
         finally:
             env.close()
-    cache = lm.prefix_cache
-    out = {
-        "agent": args.agent,
-        "cache": args.cache,
-        "rss_after_model_bytes": rss_model,
-        "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-        "cache_bytes": cache.nbytes if cache is not None else 0,
-        "cache_bound_bytes": cache.max_bytes if cache is not None else 0,
-        "cache_stats": cache.stats.as_dict() if cache is not None else None,
-        "episodes": episodes,
-    }
-    Path(args.out).write_text(json.dumps(out))
+    save()
 
 
 # ---------------------------------------------------------------------- parent
@@ -200,7 +204,7 @@ def _summary(run: dict[str, Any]) -> dict[str, Any]:
 def _compare(off: dict[str, Any], on: dict[str, Any]) -> dict[str, Any]:
     """Same action per step while both trajectories are identical; max |delta log-prob|."""
     same, compared, diverged, max_delta = 0, 0, 0, 0.0
-    for e_off, e_on in zip(off["episodes"], on["episodes"], strict=True):
+    for e_off, e_on in zip(off["episodes"], on["episodes"], strict=False):
         for s_off, s_on in zip(e_off["steps"], e_on["steps"], strict=False):
             compared += 1
             for p, q in zip(s_off["proposals"], s_on["proposals"], strict=False):
@@ -228,6 +232,10 @@ def main() -> None:
     parser.add_argument("--agent-seed", type=int, default=0)
     parser.add_argument("--model-seed", type=int, default=0)
     parser.add_argument("--name", default="agent_step", help="bench/results/<name>.json")
+    parser.add_argument("--agent-steps", nargs="*", default=[], metavar="AGENT=N",
+                        help="steps for one agent (overrides --steps)")
+    parser.add_argument("--deadline", type=float, default=None,
+                        help="seconds; then stop the workers and report the steps they finished")
     parser.add_argument("--jobs", type=int, default=1,
                         help="worker processes at a time (CPU seconds are per process)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -244,31 +252,59 @@ def main() -> None:
         "agents": {},
     }
     rows = []
-    with tempfile.TemporaryDirectory() as tmp:
+    tmp = RESULTS / f"{args.name}_runs"
+    tmp.mkdir(parents=True, exist_ok=True)
+    steps_of = {a: args.steps for a in args.agents}
+    for item in args.agent_steps:
+        name, _, n = item.partition("=")
+        steps_of[name] = int(n)
+    stop_at = time.perf_counter() + args.deadline if args.deadline else None
+    if True:
         todo = [(agent, mode) for agent in args.agents for mode in ("off", "on")]
         running: list[tuple[str, str, subprocess.Popen, float]] = []
         runs: dict[str, dict[str, Any]] = defaultdict(dict)
+        for agent, mode in todo:
+            (tmp / f"{agent}-{mode}.json").unlink(missing_ok=True)
         while todo or running:
             while todo and len(running) < args.jobs:
                 agent, mode = todo.pop(0)
                 cmd = [
                     sys.executable, __file__, "--worker", "--agent", agent, "--cache", mode,
-                    "--out", str(Path(tmp) / f"{agent}-{mode}.json"), "--env", args.env,
-                    "--steps", str(args.steps), "--threads", str(args.threads),
+                    "--out", str(tmp / f"{agent}-{mode}.json"), "--env", args.env,
+                    "--steps", str(steps_of[agent]), "--threads", str(args.threads),
                     "--agent-seed", str(args.agent_seed), "--model-seed", str(args.model_seed),
                     "--seeds", *map(str, args.seeds),
                 ] + (["--model", args.model] if args.model else [])
                 running.append((agent, mode, subprocess.Popen(cmd), time.perf_counter()))
             time.sleep(1.0)
+            late = stop_at is not None and time.perf_counter() > stop_at
             for item in list(running):
                 agent, mode, proc, t0 = item
-                if proc.poll() is None:
+                if proc.poll() is None and not late:
                     continue
-                running.remove(item)
-                if proc.returncode != 0:
+                if proc.poll() is None:
+                    proc.terminate()
+                    proc.wait()
+                    print(f"{agent} cache {mode}: cut at the deadline", flush=True)
+                    results["cut"] = sorted({*results.get("cut", []), f"{agent}-{mode}"})
+                elif proc.returncode != 0:
                     raise SystemExit(f"{agent} cache {mode} failed (exit {proc.returncode})")
+                running.remove(item)
                 print(f"{agent} cache {mode}: {time.perf_counter() - t0:.0f} s", flush=True)
-                runs[agent][mode] = json.loads((Path(tmp) / f"{agent}-{mode}.json").read_text())
+            if late:
+                todo = []
+        for agent, mode in [(a, m) for a in args.agents for m in ("off", "on")]:
+            path = tmp / f"{agent}-{mode}.json"
+            if path.is_file():
+                runs[agent][mode] = json.loads(path.read_text())
+        args.agents = [a for a in args.agents if len(runs[a]) == 2]
+        for agent in args.agents:  # compare the same steps (a run cut at the deadline has fewer)
+            off, on = runs[agent]["off"], runs[agent]["on"]
+            n = min(len(off["episodes"]), len(on["episodes"]))
+            off["episodes"], on["episodes"] = off["episodes"][:n], on["episodes"][:n]
+            for e_off, e_on in zip(off["episodes"], on["episodes"], strict=True):
+                k = min(len(e_off["steps"]), len(e_on["steps"]))
+                e_off["steps"], e_on["steps"] = e_off["steps"][:k], e_on["steps"][:k]
         for agent in args.agents:
             s_off, s_on = _summary(runs[agent]["off"]), _summary(runs[agent]["on"])
             cmp = _compare(runs[agent]["off"], runs[agent]["on"])
