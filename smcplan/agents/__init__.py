@@ -1,4 +1,4 @@
-"""Agents: one protocol (``smcplan.agents.base.Agent``), one registry (``make``).
+"""Agents: one protocol (``smcplan.agents.base.Agent``), one registry (``AGENTS``, ``make``).
 
 =============  ===================================================================================
 ``random``     uniformly random admissible action (the floor)
@@ -10,6 +10,10 @@
 ``rlvmr``      RLVMR (arXiv 2507.22844): meta-reasoning tags + verifiable process rewards
 =============  ===================================================================================
 
+Each registry entry is an :class:`AgentSpec`: where the factory lives and what the agent needs
+from whoever builds it (a language model, a seed, a simulator). The harness reads these
+declarations; it never inspects constructor signatures.
+
 The language-model agents share :class:`~smcplan.agents.llm_agent.LLMAgent` (step loop, context,
 proposal, judging loop, per-step record; schema in :mod:`smcplan.agents.record`).
 
@@ -20,51 +24,51 @@ Registry entries are imported lazily so that ``make("random")`` needs no torch.
 from __future__ import annotations
 
 import importlib
-import importlib.util
-from typing import Any
+from typing import Any, NamedTuple
 
 from smcplan.agents.base import Agent, Step
 
-__all__ = ["Agent", "Step", "make", "AGENTS", "available"]
+__all__ = ["Agent", "AgentSpec", "Step", "make", "spec", "AGENTS"]
 
-# name -> "module:factory"; each factory takes (lm=None, **config) and returns an Agent.
-AGENTS: dict[str, str] = {
-    "random": "smcplan.agents.random_agent:RandomAgent",
-    "react": "smcplan.agents.react:ReactAgent",
-    "nesyfs": "smcplan.agents.nesyfs:NeSyFSAgent",
-    "reflexion": "smcplan.agents.reflexion:ReflexionAgent",
-    "zeroshot": "smcplan.agents.zeroshot:ZeroShotAgent",
-    "rlaw": "smcplan.agents.rlaw:RLAWAgent",
-    "rlvmr": "smcplan.agents.rlvmr:RLVMRAgent",
+
+class AgentSpec(NamedTuple):
+    """A registered agent: its factory and what it needs from the builder.
+
+    ``factory``: ``"module:callable"``, imported on first use; called with keyword arguments
+    only. ``lm``: the factory needs ``lm=`` (a :class:`smcplan.llm.LanguageModel`); the harness
+    loads one only for such agents. ``seed``: the factory takes ``seed=`` (an int; the harness
+    passes ``episode_seed(run seed, episode id)``). ``simulator``: the factory takes
+    ``simulator=``, a zero-argument callable returning a fresh ``clone()`` of the episode's
+    environment (an oracle world model for planning); no registered agent asks for one yet.
+    """
+
+    factory: str
+    lm: bool = True
+    seed: bool = True
+    simulator: bool = False
+
+    def load(self) -> Any:
+        """The factory callable (imports its module)."""
+        module_name, attr = self.factory.split(":")
+        return getattr(importlib.import_module(module_name), attr)
+
+
+AGENTS: dict[str, AgentSpec] = {
+    "random": AgentSpec("smcplan.agents.random_agent:RandomAgent", lm=False),
+    "react": AgentSpec("smcplan.agents.react:ReactAgent"),
+    "nesyfs": AgentSpec("smcplan.agents.nesyfs:NeSyFSAgent"),
+    "reflexion": AgentSpec("smcplan.agents.reflexion:ReflexionAgent"),
+    "zeroshot": AgentSpec("smcplan.agents.zeroshot:ZeroShotAgent"),
+    "rlaw": AgentSpec("smcplan.agents.rlaw:RLAWAgent"),
+    "rlvmr": AgentSpec("smcplan.agents.rlvmr:RLVMRAgent"),
 }
 
 
-def _factory(name: str) -> Any:
-    module_name, factory_name = AGENTS[name].split(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name != module_name:
-            raise
-        raise NotImplementedError(
-            f"agent {name!r} is registered but its module {module_name} is not there yet; "
-            f"available: {', '.join(available())}"
-        ) from None
-    try:
-        return getattr(module, factory_name)
-    except AttributeError:
-        raise NotImplementedError(
-            f"agent {name!r}: {module_name} defines no {factory_name}"
-        ) from None
-
-
-def available() -> list[str]:
-    """The registered agents whose modules are present (sorted)."""
-    out = []
-    for name, target in AGENTS.items():
-        if importlib.util.find_spec(target.split(":")[0]) is not None:
-            out.append(name)
-    return sorted(out)
+def spec(name: str) -> AgentSpec:
+    """The registry entry of ``name``; ``ValueError`` naming the known agents if there is none."""
+    if name not in AGENTS:
+        raise ValueError(f"unknown agent {name!r}; known: {', '.join(sorted(AGENTS))}")
+    return AGENTS[name]
 
 
 def make(name: str, lm: Any = None, **config: Any) -> Agent:
@@ -73,9 +77,7 @@ def make(name: str, lm: Any = None, **config: Any) -> Agent:
     ``lm`` is the :class:`smcplan.llm.LanguageModel` of the LLM agents (ignored by ``random``);
     ``config`` goes to the agent's constructor (see each agent class).
     """
-    if name not in AGENTS:
-        raise ValueError(f"unknown agent {name!r}; known: {', '.join(sorted(AGENTS))}")
-    factory = _factory(name)
+    factory = spec(name).load()
     if lm is not None:
         config["lm"] = lm
     return factory(**config)

@@ -37,9 +37,10 @@ class Agent(Protocol):
 
     ``end_episode(won, score)`` is called by the harness after the last step (Reflexion uses it
     to write a reflection for the next trial); agents without cross-episode state ignore it.
-    An agent may also define ``episode_info() -> dict`` (JSON-serialisable): what the episode
-    meant to it, computed in ``end_episode`` (RLAW's return G, RLVMR's resolved process
-    rewards); the harness stores it in the trial's entry of the episode summary.
+    ``episode_info()``, called right after ``end_episode``, returns what the episode meant to the
+    agent as a JSON-serialisable dict (RLAW's return G, RLVMR's resolved process rewards), or
+    ``None`` when there is nothing to say; the harness stores a dict in the trial's entry of the
+    episode summary.
     """
 
     name: str
@@ -49,3 +50,5 @@ class Agent(Protocol):
     def act(self, observation: str, admissible_actions: list[str], info: dict[str, Any]) -> Step: ...
 
     def end_episode(self, won: bool, score: float) -> None: ...
+
+    def episode_info(self) -> dict[str, Any] | None: ...

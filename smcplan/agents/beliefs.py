@@ -35,14 +35,9 @@ __all__ = [
     "SummaryBelief",
     "BeliefSummarizer",
     "CONTEXTS",
-    "AGENT_ROLES_DIR",
 ]
 
 CONTEXTS = ("history", "kg", "belief")
-
-#: Prompt templates of the agent-level model roles (same folder format as ``models/roles``).
-AGENT_ROLES_DIR = Path(__file__).with_name("roles")
-
 
 @runtime_checkable
 class Belief(Protocol):
@@ -130,8 +125,8 @@ class KGBelief:
 
 class BeliefSummarizer:
     """``summarizer(tasks, beliefs, actions, observations) -> [new belief]``: one batched,
-    schema-constrained call (greedy by default) with the ``belief`` templates of
-    :data:`AGENT_ROLES_DIR`."""
+    schema-constrained call (greedy by default) with the ``belief`` role's templates (from
+    ``roles_dir``, default the packaged ``smcplan/assets/roles``)."""
 
     def __init__(self, lm: Any, temperature: float = 0.0, roles_dir: str | Path | None = None):
         from smcplan.llm.roles.base import Role
@@ -139,7 +134,7 @@ class BeliefSummarizer:
         class _Role(Role):
             asset_name = "belief"
 
-        self.role = _Role(lm, roles_dir=roles_dir or AGENT_ROLES_DIR)
+        self.role = _Role(lm, roles_dir=roles_dir)
         self.lm = lm
         self.temperature = temperature
 

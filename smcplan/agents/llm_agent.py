@@ -244,7 +244,17 @@ class LLMAgent:
 
     # ------------------------------------------------------------------ protocol
     def reset(self, task: str, observation: str, admissible_actions: list[str]) -> None:
-        """Start an episode: clear the history and the belief, then :meth:`on_reset`."""
+        """Start an episode: clear the history, the belief and the model's prefix cache, then
+        :meth:`on_reset`.
+
+        Clearing the prefix cache (:mod:`smcplan.llm.prefix_cache`) makes an episode independent
+        of the episodes run before it in the same process, bit for bit: a cached prefix changes
+        log-probabilities in the last fp32 bits, so without it ``--workers N`` could differ from
+        ``--workers 1``. Reuse within the episode, where nearly all of it is, stays.
+        """
+        cache = getattr(self.lm, "prefix_cache", None)
+        if cache is not None:
+            cache.clear()
         self.task = task
         self.t = 0
         self.last_action = None
@@ -293,6 +303,10 @@ class LLMAgent:
     def end_episode(self, won: bool, score: float) -> None:
         """Called by the harness after the last step; see :meth:`on_episode_end`."""
         self.on_episode_end(bool(won), float(score))
+
+    def episode_info(self) -> dict[str, Any] | None:
+        """What the episode meant to the agent (see ``Agent``); ``None``: nothing to add."""
+        return None
 
     # ------------------------------------------------------------------ extension points
     def decide(

@@ -31,3 +31,7 @@ class RandomAgent:
 
     def end_episode(self, won: bool, score: float) -> None:
         """No cross-episode state."""
+
+    def episode_info(self) -> None:
+        """Nothing beyond the step records."""
+        return None

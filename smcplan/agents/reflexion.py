@@ -29,11 +29,10 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from smcplan.agents.beliefs import AGENT_ROLES_DIR
 from smcplan.agents.llm_agent import Decision
 from smcplan.agents.react import ReactAgent
 from smcplan.agents.record import StepRecord
-from smcplan.agents.zeroshot import JSON_TEXT
+from smcplan.llm.fields import JSON_TEXT, field_text, regex
 from smcplan.llm.templates import load_role
 
 __all__ = ["ReflexionAgent"]
@@ -77,7 +76,7 @@ class ReflexionAgent(ReactAgent):
         self.trial = -1
         self.reflection_temperature = float(reflection_temperature)
         self.trajectory_tokens = int(trajectory_tokens)
-        self.assets = load_role("reflexion", root=AGENT_ROLES_DIR)
+        self.assets = load_role("reflexion")
         self.reflection_tokens = int(reflection_tokens)
         self.reflector = reflector or self._reflect
 
@@ -99,18 +98,16 @@ class ReflexionAgent(ReactAgent):
         self.reflections.append(entry)
 
     def _reflect(self, task: str, trajectory: str, score: float, seed: int) -> str:
-        from outlines.types import Regex
-
         prompt = self.assets.messages(task=task, trajectory=trajectory, score=f"{score:.2f}")
         ((s,),) = self.lm.sample(
             [prompt],
-            Regex(JSON_TEXT + r'"\}'),
+            regex(JSON_TEXT + r'"\}'),
             temperature=self.reflection_temperature,
             max_new_tokens=self.reflection_tokens,
             seed=seed,
             assistant_prefix='{"reflection": "',
         )
-        return s.text[: -len('"}')] if s.finished else s.text
+        return field_text(s.text, s.finished, '"}')
 
     def notes(self) -> list[str]:
         return [f"Reflection on trial {m['trial'] + 1}: {m['reflection']}" for m in self.memory]

@@ -45,8 +45,9 @@ from typing import Any
 
 from smcplan.agents.beliefs import KGBelief
 from smcplan.agents.llm_agent import Candidate, Decision, Judgement, LLMAgent
+from smcplan.agents.matching import match_admissible
 from smcplan.agents.record import StepRecord
-from smcplan.agents.zeroshot import JSON_TEXT, match_admissible
+from smcplan.llm.fields import JSON_TEXT, field_text, regex
 
 __all__ = ["RLAWAgent", "JSONActor", "ScoredActor", "discounted_return"]
 
@@ -67,7 +68,7 @@ class JSONActor:
 
     ``actor(task, context, admissible, critique, seed) -> Candidate``: one sample of the
     ``rlaw_actor`` role's answer ``{"thought": z, "action": b}`` at ``temperature``/``top_p``,
-    both strings escape-free (:data:`~smcplan.agents.zeroshot.JSON_TEXT`) within
+    both strings escape-free (:data:`~smcplan.llm.fields.JSON_TEXT`) within
     ``thought_tokens + action_tokens`` new tokens; its action mapped onto ``admissible``. An answer
     cut by the budget keeps what it has (``cut`` is recorded; a missing action is mapped by
     log-probability). The candidate's ``logq``/``logp`` are those of the whole JSON answer.
@@ -104,8 +105,6 @@ class JSONActor:
         critique: str | None = None,
         seed: int | None = None,
     ) -> Candidate:
-        from outlines.types import Regex
-
         from smcplan.llm.roles.proposal import choose
 
         prompt = self.assets.messages(
@@ -113,14 +112,14 @@ class JSONActor:
         )
         ((sample,),) = self.lm.sample(
             [prompt],
-            Regex(self.regex),
+            regex(self.regex),
             temperature=self.temperature,
             top_p=self.top_p,
             max_new_tokens=self.max_new_tokens,
             seed=seed,
             assistant_prefix=self.assets.prefix(thought=None),  # '{"thought": "'
         )
-        body = sample.text[: -len('"}')] if sample.finished else sample.text
+        body = field_text(sample.text, sample.finished, '"}')
         thought, sep, rest = body.partition(self.SEP)
         raw = rest if sep else None
         action, how = match_admissible(raw, admissible)

@@ -57,7 +57,6 @@ from typing import Any
 
 import numpy as np
 
-from smcplan.agents.beliefs import AGENT_ROLES_DIR
 from smcplan.agents.llm_agent import Decision, LLMAgent
 from smcplan.agents.record import StepRecord
 from smcplan.agents.rlvmr_rewards import (
@@ -69,6 +68,7 @@ from smcplan.agents.rlvmr_rewards import (
     step_reward,
     trajectory_rewards,
 )
+from smcplan.llm.fields import TAG_TEXT, regex
 from smcplan.llm.templates import load_role
 
 __all__ = ["RLVMRAgent"]
@@ -129,9 +129,9 @@ class RLVMRAgent(LLMAgent):
         self.action_temperature = float(action_temperature)
         self.constrained = bool(constrained)
         self.rewards = rewards or RewardConfig()
-        self.assets = load_role("rlvmr", root=AGENT_ROLES_DIR)
+        self.assets = load_role("rlvmr")
         # unbounded text (a maxLength would compile one automaton state per character)
-        self.content_regex = {g: rf"[^<>\x00-\x1F\x7F]+</{g}>" for g in self.tags}
+        self.content_regex = {g: TAG_TEXT + f"</{g}>" for g in self.tags}
         self.content_tokens = int(content_tokens)
         self.trajectory: list[TaggedStep] = []
         self.step_rewards: list[StepReward] = []
@@ -180,8 +180,6 @@ class RLVMRAgent(LLMAgent):
         self, prompt: list[dict[str, str]], admissible: list[str], rec: StepRecord
     ) -> tuple[str, bool]:
         """The tag block (module docstring, step 1) and whether the budget cut it."""
-        from outlines.types import Regex
-
         if not self.constrained:
             ((s,),) = self.lm.sample(
                 [prompt], None, temperature=self.tag_temperature,
@@ -194,7 +192,7 @@ class RLVMRAgent(LLMAgent):
         k = self._choose(logp, bonus, self.tag_guidance, self.tag_temperature)
         tag = self.tags[k]
         ((s,),) = self.lm.sample(
-            [prompt], Regex(self.content_regex[tag]), temperature=self.tag_temperature,
+            [prompt], regex(self.content_regex[tag]), temperature=self.tag_temperature,
             max_new_tokens=self.content_tokens + len(tag) + 4, seed=self.next_seed(),
             assistant_prefix=openings[k],
         )

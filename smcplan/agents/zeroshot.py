@@ -20,14 +20,9 @@ the admissible set :math:`A_t` of the step it is executed at:
 Each step records the planned item, whether it mismatched, and how it was mapped
 (``planned_action``, ``plan_mismatch``, ``mapping``; the plan itself at step 0).
 
-This module also holds small helpers the other agents of this share use:
-:func:`match_admissible` (RLAW maps its actor's free JSON action with it) and
-:data:`JSON_TEXT`. The prompts of zero-shot, Reflexion and RLVMR are role folders in
-``smcplan/agents/roles`` (same format as ``models/roles``). Free-text fields are decoded as an
-assistant prefix (e.g. ``{"actions": ["``) plus a regular expression of *unbounded* escape-free strings, and bounded by a token budget
-instead of a ``maxLength``: outlines compiles one automaton state per bounded character, which
-is slow against SmolLM2's 49k-token vocabulary (the LLM layer measured 19 s for 24-character
-strings), and escape-free text makes an answer cut by the budget trivial to complete.
+Plan items are mapped by :func:`smcplan.agents.matching.match_admissible`. The plan is decoded
+as the assistant prefix ``{"actions": ["`` plus a regular expression of escape-free strings
+(:mod:`smcplan.llm.fields`), bounded by a token budget.
 
 Imports the agents' base and, lazily, ``smcplan.llm``; never ``smcplan.eval`` / ``smcplan.cli``.
 """
@@ -40,37 +35,14 @@ from typing import Any
 
 import numpy as np
 
-from smcplan.agents.beliefs import AGENT_ROLES_DIR
 from smcplan.agents.context import clip_text
 from smcplan.agents.llm_agent import Decision, LLMAgent
+from smcplan.agents.matching import match_admissible, normalize_action
 from smcplan.agents.record import StepRecord
+from smcplan.llm.fields import JSON_TEXT, field_text, regex
 from smcplan.llm.templates import load_role
 
-__all__ = ["ZeroShotAgent", "match_admissible", "normalize_action", "JSON_TEXT"]
-
-#: The text of a JSON string without escapes or control characters (so it is its own JSON form).
-JSON_TEXT = r'[^"\\\x00-\x1F\x7F]+'
-
-
-def normalize_action(text: str) -> str:
-    """Case-folded, whitespace-collapsed ``text`` without surrounding quotes or end punctuation."""
-    return " ".join(text.casefold().split()).strip(" \"'`.!;:,")
-
-
-def match_admissible(candidate: str | None, admissible: Sequence[str]) -> tuple[str | None, str]:
-    """``(action, how)``: ``candidate`` itself if admissible (``"exact"``), else the admissible
-    action equal to it after :func:`normalize_action` (``"normalized"``), else ``(None,
-    "mismatch")``."""
-    if candidate is None:
-        return None, "mismatch"
-    if candidate in admissible:
-        return candidate, "exact"
-    key = normalize_action(candidate)
-    for a in admissible:
-        if normalize_action(a) == key:
-            return a, "normalized"
-    return None, "mismatch"
-
+__all__ = ["ZeroShotAgent", "match_admissible", "normalize_action"]
 
 _PREFIX = '{"actions": ['
 _SEP = '", "'
@@ -116,7 +88,7 @@ class ZeroShotAgent(LLMAgent):
         self.max_actions = int(max_actions)
         self.plan_tokens = int(plan_tokens)
         self.plan_temperature = float(plan_temperature)
-        self.assets = load_role("zeroshot", root=AGENT_ROLES_DIR)
+        self.assets = load_role("zeroshot")
         self.fixed_plan = None if plan is None else [str(b) for b in plan]
         self.plan: list[str] | None = None
         self.plan_cut = False
@@ -133,18 +105,16 @@ class ZeroShotAgent(LLMAgent):
     def make_plan(self) -> tuple[list[str], bool]:
         """The plan and whether the budget cut it: one constrained generation from the first
         observation's prompt (module docstring)."""
-        from outlines.types import Regex
-
         assert self._prompt is not None, "reset() first"
         ((s,),) = self.lm.sample(
             [self._prompt],
-            Regex(_PLAN_REGEX),
+            regex(_PLAN_REGEX),
             temperature=self.plan_temperature,
             max_new_tokens=self.plan_tokens,
             seed=self.next_seed(),
             assistant_prefix=_PREFIX + '"',
         )
-        body = s.text[: -len('"]}')] if s.finished else s.text
+        body = field_text(s.text, s.finished, '"]}')
         items = body.split(_SEP)
         if not s.finished:
             items = items[:-1]  # the command the budget cut

@@ -1,7 +1,7 @@
 """PNG plots of a report: success rates with 95% intervals, and the planner's weight/ESS diagnostics.
 
 Uses matplotlib's non-interactive ``Agg`` backend (imported here, lazily from ``report``); reads
-runs through :class:`smcplan.eval.report.Run`. Must not import envs, agents or llm.
+runs through :class:`smcplan.eval.records.Run`. Must not import envs, agents or llm.
 
 Plan diagnostics come from the step meta of slow-thinking calls, ``meta["plan"]``, the summary of
 ``smcplan.planning.PlanResult.to_dict()``: ``ess`` (H,) = 1/Σ_i (W_i^t)² after each planning
@@ -16,12 +16,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from smcplan.eval.report import Run
+from smcplan.eval.records import Run
 
 __all__ = ["plan_diagnostics", "plot_success_rates", "plot_plan_diagnostics"]
 

@@ -13,7 +13,9 @@ then the summary is written atomically (temporary file + ``os.replace``). The su
 completion marker: an episode is finished iff its summary exists, so a kill loses at most the
 episode in flight, whose partial file is discarded on resume.
 
-Pure standard library plus numpy (for encoding arrays); must not import envs, agents or llm.
+Also :class:`Run`, a run directory read back (config, summaries, step files, metrics), the one
+type the report, plots and viewer share. Pure standard library plus numpy (for encoding arrays)
+and :mod:`smcplan.eval.metrics` (for ``RunMetrics``); must not import envs, agents or llm.
 """
 
 from __future__ import annotations
@@ -23,8 +25,11 @@ import os
 import re
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from smcplan.eval.metrics import RunMetrics
 
 __all__ = [
     "STEP_SCHEMA",
@@ -39,6 +44,7 @@ __all__ = [
     "read_json",
     "read_jsonl",
     "JsonlWriter",
+    "Run",
     "slug",
 ]
 
@@ -244,3 +250,41 @@ class JsonlWriter:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+@dataclass
+class Run:
+    """One run directory: its configuration, finished episode summaries and a display label."""
+
+    path: Path
+    config: dict[str, Any]
+    summaries: list[dict[str, Any]]
+    label: str = ""
+    metrics: dict[str, RunMetrics] = field(default_factory=dict)  # per benchmark
+    overall: RunMetrics | None = None
+
+    @property
+    def agent(self) -> str:
+        return str(self.config.get("identity", {}).get("agent", "?"))
+
+    @property
+    def model(self) -> str | None:
+        return self.config.get("identity", {}).get("model")
+
+    @property
+    def envs(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for s in self.summaries:
+            seen.setdefault(s["env"], None)
+        return list(seen)
+
+    def steps(self, episode: str) -> list[dict[str, Any]]:
+        """The step records of one episode (empty if its step file is missing)."""
+        path = RunPaths(self.path).steps(episode)
+        return list(read_jsonl(path)) if path.exists() else []
+
+    def iter_steps(self) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+        """(summary, step) for every step of every finished episode."""
+        for s in self.summaries:
+            for step in self.steps(s["episode"]):
+                yield s, step

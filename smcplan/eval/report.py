@@ -13,13 +13,12 @@ interval (Wilson for rates, seeded percentile bootstrap for means; see :mod:`met
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from smcplan.eval.metrics import EpisodeStats, Estimate, RunMetrics, aggregate, group_metrics
-from smcplan.eval.records import RunPaths, read_json, read_jsonl
+from smcplan.eval.metrics import EpisodeStats, Estimate, aggregate, group_metrics
+from smcplan.eval.records import Run, RunPaths, read_json
 
 __all__ = [
     "Run",
@@ -28,44 +27,6 @@ __all__ = [
     "markdown_report",
     "write_report",
 ]
-
-
-@dataclass
-class Run:
-    """One run directory: its configuration, finished episode summaries and a display label."""
-
-    path: Path
-    config: dict[str, Any]
-    summaries: list[dict[str, Any]]
-    label: str = ""
-    metrics: dict[str, RunMetrics] = field(default_factory=dict)  # per benchmark
-    overall: RunMetrics | None = None
-
-    @property
-    def agent(self) -> str:
-        return str(self.config.get("identity", {}).get("agent", "?"))
-
-    @property
-    def model(self) -> str | None:
-        return self.config.get("identity", {}).get("model")
-
-    @property
-    def envs(self) -> list[str]:
-        seen: dict[str, None] = {}
-        for s in self.summaries:
-            seen.setdefault(s["env"], None)
-        return list(seen)
-
-    def steps(self, episode: str) -> list[dict[str, Any]]:
-        """The step records of one episode (empty if its step file is missing)."""
-        path = RunPaths(self.path).steps(episode)
-        return list(read_jsonl(path)) if path.exists() else []
-
-    def iter_steps(self) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
-        """(summary, step) for every step of every finished episode."""
-        for s in self.summaries:
-            for step in self.steps(s["episode"]):
-                yield s, step
 
 
 def load_run(path: str | os.PathLike[str], *, seed: int = 0, num_resamples: int = 2000) -> Run:

@@ -11,12 +11,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from smcplan.eval.records import to_jsonable
-
-if TYPE_CHECKING:
-    from smcplan.eval.report import Run
+from smcplan.eval.records import Run, to_jsonable
 
 __all__ = ["viewer_data", "write_viewer"]
 

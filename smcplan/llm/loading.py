@@ -49,7 +49,7 @@ def load_model(
     """Load a causal LM and its tokenizer as a :class:`~smcplan.llm.lm.LanguageModel`.
 
     ``name_or_path``: ``None`` (the packaged SmolLM2-135M-Instruct), a name from
-    ``models/registry.json`` (``"smollm2-135m"``, ``"gemma3-270m"``), a transformers folder, a
+    ``assets/registry.json`` (``"smollm2-135m"``, ``"gemma3-270m"``), a transformers folder, a
     ``.gguf`` file, or a Hugging Face hub id. ``quantization``: ``None``, ``"nf4"`` or ``"int8"``.
     ``device``: ``"cpu"``, ``"cuda"``, ``"cuda:1"``…; default CUDA when available. ``dtype``:
     weights/compute dtype, default float32 on CPU and bfloat16 on CUDA. ``seed`` seeds the

@@ -44,7 +44,7 @@ Layers = list[tuple[torch.Tensor, torch.Tensor]]
 
 @dataclass
 class CacheStats:
-    """Counters since construction (or :meth:`PrefixCache.clear`).
+    """Counters since construction.
 
     ``lookups``: prompts looked up; ``hits``: those that reused at least one token;
     ``cached_tokens``: prompt tokens served from the cache; ``prefilled_tokens``: prompt tokens
@@ -90,11 +90,10 @@ class PrefixCache:
         self.clear()
 
     def clear(self) -> None:
-        """Drop every stored state and reset the counters."""
+        """Drop every stored state (the counters in ``stats`` keep counting)."""
         self._root = _Node((), [], None)
         self.nbytes = 0
         self.num_tokens = 0
-        self.stats = CacheStats()
 
     # ------------------------------------------------------------------ lookup
     def _walk(self, ids: Sequence[int], limit: int) -> list[tuple[_Node, int]]:

@@ -1,4 +1,4 @@
-"""Resolve a model name or path to a local transformers folder, using ``models/registry.json``.
+"""Resolve a model name or path to a local transformers folder, using ``assets/registry.json``.
 
 Three kinds of argument:
 
@@ -45,7 +45,7 @@ class ResolvedModel:
 
 
 def registry() -> dict[str, Any]:
-    """The parsed ``models/registry.json``."""
+    """The parsed ``registry.json`` of :func:`~smcplan.llm.paths.models_dir`."""
     with open(models_dir() / "registry.json", encoding="utf-8") as handle:
         return json.load(handle)
 

@@ -14,15 +14,16 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from smcplan.memory.predicates import PredicateTable
+from smcplan.memory.store import FactStore
 from smcplan.memory.triplet import SOURCES, Provenance, Triplet, as_triplet, check_source
 
 if TYPE_CHECKING:
     import networkx as nx
 
-    from smcplan.memory.graph import KnowledgeGraph
+S = TypeVar("S", bound=FactStore)
 
 __all__ = [
     "to_prompt_lines",
@@ -50,7 +51,7 @@ def format_prompt(triplets: Iterable[Any], *, empty: str = "(nothing known yet)"
     return "\n".join(lines) if lines else empty
 
 
-def to_json(kg: KnowledgeGraph) -> dict[str, Any]:
+def to_json(kg: FactStore) -> dict[str, Any]:
     """A JSON-able dict: format tag, clock, predicate table and the facts in insertion order."""
     return {
         "format": JSON_FORMAT,
@@ -64,21 +65,20 @@ def to_json(kg: KnowledgeGraph) -> dict[str, Any]:
     }
 
 
-def from_json(data: dict[str, Any] | str) -> KnowledgeGraph:
-    """Rebuild a graph from :func:`to_json` output (a dict or its JSON text), fact by fact.
+def from_json(data: dict[str, Any] | str, cls: type[S]) -> S:
+    """Rebuild a ``cls`` (a :class:`~smcplan.memory.graph.KnowledgeGraph`) from :func:`to_json`
+    output (a dict or its JSON text), fact by fact.
 
     Facts are restored as stored, not re-derived; a file that breaks an invariant (two facts in
     one exclusive slot, a missing inverse partner) is rejected with the offending facts named.
     """
-    from smcplan.memory.graph import KnowledgeGraph
-
     if isinstance(data, str):
         data = json.loads(data)
     if not isinstance(data, dict) or data.get("format") != JSON_FORMAT:
         got = data.get("format") if isinstance(data, dict) else type(data).__name__
         raise ValueError(f"not a knowledge-graph JSON document: format {got!r}, expected {JSON_FORMAT!r}")
     table = PredicateTable.from_json(data["predicates"])
-    kg = KnowledgeGraph(predicates=table, step=int(data["step"]))
+    kg = cls(predicates=table, step=int(data["step"]))
     for i, fact in enumerate(data["facts"]):
         t = Triplet(fact["subject"], fact["predicate"], fact["object"])
         source = fact["source"]
@@ -92,18 +92,18 @@ def from_json(data: dict[str, Any] | str) -> KnowledgeGraph:
     return kg
 
 
-def save_json(kg: KnowledgeGraph, path: str | Path) -> Path:
+def save_json(kg: FactStore, path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(to_json(kg), indent=1) + "\n")
     return path
 
 
-def load_json(path: str | Path) -> KnowledgeGraph:
-    return from_json(Path(path).read_text())
+def load_json(path: str | Path, cls: type[S]) -> S:
+    return from_json(Path(path).read_text(), cls)
 
 
-def to_networkx(kg: KnowledgeGraph, triplets: Iterable[Any] | None = None) -> nx.MultiDiGraph:
+def to_networkx(kg: FactStore, triplets: Iterable[Any] | None = None) -> nx.MultiDiGraph:
     """A ``MultiDiGraph``: nodes are names, one edge per fact keyed by predicate, with
     ``predicate``, ``step`` and ``source`` attributes."""
     import networkx as nx
@@ -121,7 +121,7 @@ _SOURCE_COLOUR = {"observed": "#222222", "inferred": "#1f77b4", "predicted": "#f
 
 
 def save_png(
-    kg: KnowledgeGraph,
+    kg: FactStore,
     path: str | Path,
     triplets: Iterable[Any] | None = None,
     *,

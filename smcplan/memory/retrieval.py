@@ -24,12 +24,9 @@ import heapq
 import re
 from collections import deque
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
+from smcplan.memory.store import FactStore
 from smcplan.memory.triplet import SOURCE_RANK, Triplet, normalize_text
-
-if TYPE_CHECKING:
-    from smcplan.memory.graph import KnowledgeGraph
 
 __all__ = ["retrieve", "mentioned_entities"]
 
@@ -50,7 +47,7 @@ def _ngrams(text: str) -> dict[str, bool]:
     return out
 
 
-def mentioned_entities(kg: KnowledgeGraph, text: str) -> list[str]:
+def mentioned_entities(kg: FactStore, text: str) -> list[str]:
     """Entities of ``kg`` named in ``text``, sorted.
 
     An entity is named by its full name ("apple 1"), or by its base name ("apple", "apples") when
@@ -71,7 +68,7 @@ def mentioned_entities(kg: KnowledgeGraph, text: str) -> list[str]:
     return sorted(out)
 
 
-def _bfs(kg: KnowledgeGraph, seeds: Iterable[str], k: int) -> dict[str, int]:
+def _bfs(kg: FactStore, seeds: Iterable[str], k: int) -> dict[str, int]:
     walkable = kg.predicates.walkable
     dist: dict[str, int] = {}
     queue: deque[str] = deque()
@@ -96,7 +93,7 @@ def _bfs(kg: KnowledgeGraph, seeds: Iterable[str], k: int) -> dict[str, int]:
 
 
 def retrieve(
-    kg: KnowledgeGraph,
+    kg: FactStore,
     task: str,
     k: int = 2,
     *,

@@ -5,7 +5,9 @@ a JAX pytree whose leaves share a leading axis N (toy POMDPs).  Lists are indexe
 lists, so resampling shares objects instead of copying them (copy on write: components return
 new objects and never mutate their inputs); pytrees with ``jnp.take`` (works under ``jit``).
 
-Imports only JAX and NumPy.
+Also :func:`as_key`, the one way an entry point turns an int seed into a ``jax.random`` key.
+
+Imports only JAX, NumPy and ``smcplan.planning.components``.
 """
 
 from __future__ import annotations
@@ -18,7 +20,16 @@ import numpy as np
 
 from smcplan.planning.components import Batch, PlanningError
 
-__all__ = ["is_list_batch", "batch_size", "take", "replicate", "to_host_list"]
+__all__ = ["as_key", "is_list_batch", "batch_size", "take", "replicate", "to_host_list"]
+
+
+def as_key(key: Any) -> jax.Array:
+    """A ``jax.random`` key from a key or an int seed."""
+    if isinstance(key, int) and not isinstance(key, bool):
+        return jax.random.key(key)
+    if isinstance(key, jax.Array):
+        return key
+    raise PlanningError(f"key must be a jax.random key or an int seed; got {type(key).__name__} {key!r}")
 
 
 def is_list_batch(batch: Batch) -> bool:

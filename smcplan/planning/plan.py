@@ -22,6 +22,7 @@ import jax
 import numpy as np
 
 from smcplan.planning import pomdp_components as pc
+from smcplan.planning.batch import as_key
 from smcplan.planning.components import PlanningError, Proposal, Twist, WorldModel
 from smcplan.planning.result import PlanResult
 from smcplan.planning.tsmc import tsmc, validate_config
@@ -46,15 +47,6 @@ def _value_twist(pomdp: DiscretePOMDP, belief: Any, horizon: int, beta: float, k
             cache.pop(next(iter(cache)))
         cache[key] = pc.ExactValueTwist(pomdp, b, int(horizon), beta=beta, kind=kind, mask=mask)
     return cache[key]
-
-
-def as_key(key: Any) -> jax.Array:
-    """A ``jax.random`` key from a key or an int seed."""
-    if isinstance(key, int) and not isinstance(key, bool):
-        return jax.random.key(key)
-    if isinstance(key, jax.Array):
-        return key
-    raise PlanningError(f"key must be a jax.random key or an int seed; got {type(key).__name__} {key!r}")
 
 
 def plan(*args: Any, **kwargs: Any) -> PlanResult:

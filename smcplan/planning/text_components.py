@@ -268,7 +268,7 @@ def plan_text(
             progress_model = progress_model or ProgressModel(lm)
         if extractor == "llm" and memory is not None:
             llm_extractor = llm_extractor or TripletExtractor(lm)
-    from smcplan.planning.plan import as_key
+    from smcplan.planning.batch import as_key
 
     key = as_key(key)
     root = TextParticle(kg=memory, root_observation=str(observation))

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from smcplan.agents import AGENTS, available, make
+from smcplan.agents import AGENTS, make
 from smcplan.agents.record import SCHEMA_KEYS, StepRecord, UsageMeter, clean_text, jsonable
 
 
@@ -59,7 +59,8 @@ def test_make_names_the_known_agents_and_builds_random_without_a_model():
         make("reakt")
     assert make("random", seed=3).act("o", ["a", "b"], {}).action in ("a", "b")
     assert {"random", "react", "nesyfs", "reflexion", "zeroshot", "rlaw", "rlvmr"} == set(AGENTS)
-    assert {"random", "react", "nesyfs"} <= set(available())
+    assert [n for n, s in AGENTS.items() if not s.lm] == ["random"]
+    assert all(s.seed and not s.simulator for s in AGENTS.values())
 
 
 def test_llm_agents_need_a_model():

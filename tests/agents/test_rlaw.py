@@ -9,8 +9,8 @@ import pytest
 
 from smcplan.agents import make
 from smcplan.agents.llm_agent import Candidate
+from smcplan.agents.matching import match_admissible
 from smcplan.agents.rlaw import JSONActor, RLAWAgent, discounted_return
-from smcplan.agents.zeroshot import match_admissible
 from smcplan.llm import Critic, Critique
 from tests.agents.conftest import check_record, play
 
