@@ -5,12 +5,17 @@ PY      ?= python3.11
 VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.setup-stamp
+SCALE_STAMP := $(VENV)/.scale-stamp
+# llama-cpp-python ships as an sdist: a CPU-only, portable (AVX2) build of llama.cpp, ~15-30 min
+# on 2 cores the first time; pip's wheel cache makes every later install a copy.
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
+	-DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF
 export TORCH_COMPILE_DISABLE := 1
 export TOKENIZERS_PARALLELISM := false
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: setup demo test lint bench clean
+.PHONY: setup setup-scale demo test lint bench bench-full clean
 
 setup: $(STAMP)
 
@@ -24,6 +29,15 @@ $(STAMP): pyproject.toml requirements/constraints.txt
 	$(BIN)/python -m pip install -q --no-deps -c requirements/constraints.txt -r requirements/no-deps.txt
 	touch $(STAMP)
 
+# The scale-out extra (docs/scale.md): Ray and llama-cpp-python's server.  Without it the Ray
+# and llama.cpp-server tests are skipped with a reason; CI installs it (.ci/run).
+setup-scale: $(SCALE_STAMP)
+
+$(SCALE_STAMP): $(STAMP)
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=2 \
+		$(BIN)/python -m pip install -q -c requirements/constraints.txt -e ".[scale]"
+	touch $(SCALE_STAMP)
+
 # The main job: the NeSyFS agent with the embedded SmolLM2 on a real TextWorldExpress game
 # (coin, dev seed 10000), printing the trajectory (thoughts, actions, rejections, slow thinking)
 # and the result table.  Step records land in runs/demo/ (viewer: `smcplan report runs/demo`).
@@ -36,10 +50,15 @@ test: setup
 	$(BIN)/python -m pytest -q
 
 lint: setup
-	$(BIN)/ruff check smcplan tests bench examples
+	$(BIN)/ruff check smcplan tests bench examples scripts
 
+# Every script in bench/ on its quick setting (bench/run_all.py lists them; minutes on 2 cores),
+# each writing bench/results/<name>.json; bench-full runs them with their own defaults (hours).
 bench: setup
-	$(BIN)/python bench/resampling.py
+	$(BIN)/python bench/run_all.py
+
+bench-full: setup
+	$(BIN)/python bench/run_all.py --full
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

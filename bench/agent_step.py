@@ -147,7 +147,7 @@ def worker(args: argparse.Namespace) -> None:
                         "cpu_s": cpu,
                         "calls": prof.take(),
                         "proposals": [
-                            {"action": p.get("action"), "logq": p.get("logq"), "logp": p.get("logp")}
+                            {k: p.get(k) for k in ("action", "logq", "logp")}
                             for p in meta.get("proposals", [])
                         ],
                         "slow_thinking": bool(meta.get("slow_thinking")),
@@ -329,7 +329,8 @@ def main() -> None:
         r["speedup_wall"] = r["off"]["wall_s_per_step"] / max(r["on"]["wall_s_per_step"], 1e-9)
         r["speedup_cpu"] = r["off"]["cpu_s_per_step"] / max(r["on"]["cpu_s_per_step"], 1e-9)
         if react is not None:
-            r["cpu_vs_react_on"] = r["on"]["cpu_s_per_step"] / max(react["on"]["cpu_s_per_step"], 1e-9)
+            react_on = max(react["on"]["cpu_s_per_step"], 1e-9)
+            r["cpu_vs_react_on"] = r["on"]["cpu_s_per_step"] / react_on
     print(f"\n{args.env} seeds {args.seeds}, SmolLM2 fp32 CPU, {args.threads} thread(s); per "
           "step, over the steps both modes finished ('steps')")
     print_table(

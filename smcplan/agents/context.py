@@ -1,6 +1,11 @@
 """What a language agent shows its model: task, memory (history, KG facts or a belief summary),
 notes (feedback, reflections) and the current observation, cut to a token budget.
 
+No context is ever longer than the model's window: :meth:`Context.fit` cuts the whole view to
+``W - reserve_tokens`` tokens (history first, then notes, facts, belief, observation, task), and
+the agent's step record says what it cut (``extra["context_truncated"]``), so the language
+model never sees a prompt past its window (it would refuse one, :mod:`smcplan.llm.inputs`).
+
 The model's window ``W`` (``max_position_embeddings``) bounds everything; the history gets
 
     B_hist = min(history_tokens, W - reserve_tokens)
@@ -46,6 +51,7 @@ __all__ = [
     "model_window",
     "history_budget",
     "clip_text",
+    "clip_tokens",
 ]
 
 #: Window assumed when the model's config does not say (SmolLM2-135M has 8192).
@@ -60,10 +66,12 @@ def model_window(lm: Any) -> int:
 
 
 def history_budget(lm: Any, history_tokens: int, reserve_tokens: int) -> int:
-    """``B_hist = min(history_tokens, W - reserve_tokens)`` (at least 0); see the module docstring."""
+    """``B_hist = min(history_tokens, W - reserve_tokens)`` (at least 0); see the module docstring.
+    """
     if history_tokens < 0 or reserve_tokens < 0:
         raise ValueError(
-            f"history_tokens and reserve_tokens must be >= 0; got {history_tokens}, {reserve_tokens}"
+            f"history_tokens and reserve_tokens must be >= 0; got {history_tokens}, "
+            f"{reserve_tokens}"
         )
     return max(0, min(int(history_tokens), model_window(lm) - int(reserve_tokens)))
 
@@ -137,7 +145,9 @@ class History:
     def actions(self) -> list[str]:
         return [t.action for t in self.turns]
 
-    def render(self, budget_tokens: int, count: Callable[[str], int], last: int | None = None) -> str:
+    def render(
+        self, budget_tokens: int, count: Callable[[str], int], last: int | None = None
+    ) -> str:
         """The newest turns that fit in ``budget_tokens`` (oldest dropped first), one per block.
 
         ``last`` caps the number of turns considered (``None``: all). The first observation is
@@ -182,6 +192,58 @@ class History:
         first = len(self.turns) - k
         first = -(-first // self.block) * self.block
         return max(0, len(self.turns) - first)
+
+
+def clip_tokens(text: str, max_tokens: int, count: Callable[[str], int], keep: str = "head") -> str:
+    """The longest head (``keep="head"``) or tail of ``text`` counting at most ``max_tokens``
+    (by binary search over its length in characters); ``""`` when ``max_tokens <= 0``."""
+    if max_tokens <= 0:
+        return ""
+    if count(text) <= max_tokens:
+        return text
+    lo, hi = 0, len(text)
+    while lo < hi:  # the largest n with count(piece(n)) <= max_tokens
+        mid = (lo + hi + 1) // 2
+        piece = text[:mid] if keep == "head" else text[len(text) - mid :]
+        if count(piece) <= max_tokens:
+            lo = mid
+        else:
+            hi = mid - 1
+    return text[:lo] if keep == "head" else text[len(text) - lo :]
+
+
+def _section_tokens(ctx: Context, section: str, count: Callable[[str], int]) -> int:
+    value = getattr(ctx, section)
+    if section == "notes":
+        return count("\n".join(value)) if value else 0
+    if section == "triplets":
+        return count("\n".join(f"{s} {r} {o}" for s, r, o in value)) if value else 0
+    return count(value) if value else 0
+
+
+def _shrink(ctx: Context, section: str, target: int, count: Callable[[str], int]) -> None:
+    """Make ``section`` count at most ``target`` tokens (lists lose items, text is clipped);
+    always removes something, so a loop over it ends."""
+    value = getattr(ctx, section)
+    if section in ("notes", "triplets"):
+        keep = list(value)
+        drop_first = section == "notes"  # oldest note first; least relevant (last) fact first
+        while keep:
+            keep = keep[1:] if drop_first else keep[:-1]
+            probe = (
+                Context("", "", notes=keep)
+                if section == "notes"
+                else Context("", "", triplets=keep)
+            )
+            if _section_tokens(probe, section, count) <= target:
+                break
+        setattr(ctx, section, keep)
+        return
+    keep_end = "tail" if section == "history" else "head"  # history: the newest part is last
+    clipped = clip_tokens(value, target, count, keep_end)
+    if clipped == value:
+        clipped = value[1:] if keep_end == "tail" else value[:-1]
+    setattr(ctx, section, clipped)
 
 
 @dataclass
@@ -242,3 +304,27 @@ class Context:
     def situation(self) -> str:
         """Everything as one block (facts included) for roles with a ``context`` slot."""
         return self._render(facts=True)
+
+    def fit(self, budget_tokens: int, count: Callable[[str], int]) -> dict[str, list[int]]:
+        """Cut this context in place until :meth:`situation` counts at most ``budget_tokens``.
+
+        Sections are cut in this order, each only as far as needed: the history (oldest lines
+        first), the notes (oldest first), the facts (last first), the belief, the current
+        observation and the task (their ends first).  Returns ``{section: [tokens before,
+        tokens after]}`` for every section it cut (empty when everything fitted), for the step
+        record.  Both :meth:`situation` and :meth:`for_proposal` fit afterwards (the latter is a
+        subset of the former).
+        """
+        cuts: dict[str, list[int]] = {}
+        for section in ("history", "notes", "triplets", "belief", "observation", "task"):
+            over = count(self.situation()) - budget_tokens
+            if over <= 0:
+                break
+            before = _section_tokens(self, section, count)
+            if before == 0:
+                continue
+            while over > 0 and _section_tokens(self, section, count) > 0:
+                _shrink(self, section, max(0, _section_tokens(self, section, count) - over), count)
+                over = count(self.situation()) - budget_tokens
+            cuts[section] = [before, _section_tokens(self, section, count)]
+        return cuts

@@ -24,15 +24,34 @@ from smcplan.agents.beliefs import (
     KGBelief,
     SummaryBelief,
 )
-from smcplan.agents.context import Context, History, TokenCounter, history_budget
+from smcplan.agents.context import (
+    Context,
+    History,
+    TokenCounter,
+    history_budget,
+    model_window,
+)
 from smcplan.agents.extractors import Extractor
 from smcplan.agents.record import StepRecord, UsageMeter, clean_text
 from smcplan.agents.shortlist import DEFAULT_MAX_ACTIONS, shortlist_actions
+from smcplan.errors import SmcplanError
 
-__all__ = ["LLMAgent", "Decision", "Candidate", "Judgement", "Outcome", "AgentError"]
+__all__ = [
+    "LLMAgent",
+    "Decision",
+    "Candidate",
+    "Judgement",
+    "Outcome",
+    "AgentError",
+    "ACTION_MODES",
+]
+
+#: ``"admissible"``: the action is chosen from the admissible set; ``"free"``: the model writes
+#: it (constrained only by the benchmark's verb grammar) and the environment parses it.
+ACTION_MODES = ("admissible", "free")
 
 
-class AgentError(RuntimeError):
+class AgentError(SmcplanError, RuntimeError):
     """An agent broke its contract (e.g. chose an action outside the admissible set)."""
 
 
@@ -91,8 +110,11 @@ class LLMAgent:
     **Step loop** (:meth:`act`, not to be overridden): (1) the previous action's observation is
     added to the :class:`~smcplan.agents.context.History` and to the belief (``context=``:
     ``"history"``, ``"kg"``: NeSyFS's KG updated every step, or ``"belief"``: an ABBEL-style
-    summary; see :mod:`smcplan.agents.beliefs`); (2) :meth:`decide` chooses; (3) the action is
-    checked against the admissible set (:class:`AgentError` otherwise); (4) the step's
+    summary; see :mod:`smcplan.agents.beliefs`); (2) :meth:`decide` chooses; (3) with
+    ``action_mode="admissible"`` the action is checked against the admissible set
+    (:class:`AgentError` otherwise); with ``action_mode="free"`` any non-empty text goes to the
+    environment, which may reject it (``info["invalid"]`` at the next step; the record's
+    ``extra["admissible"]`` says whether it was in the set); (4) the step's
     :class:`~smcplan.agents.record.StepRecord` is closed with the LLM calls and tokens counted from
     the language-model objects' usage counters, and returned as ``Step.meta`` (schema in
     :mod:`smcplan.agents.record`; ``llm_calls``/``llm_tokens`` cover the work inside ``act``,
@@ -119,8 +141,10 @@ class LLMAgent:
       textual shapes the roles take.
     * ``propose(ctx, admissible, feedback=()) -> Candidate`` — one action from the admissible set
       by the proposal role (:class:`smcplan.llm.ActionProposal`: exact log-prob scoring of every
-      admissible action, an optional one-sentence thought first). ``feedback`` lines (why earlier
-      proposals were rejected) are shown as notes.
+      admissible action, an optional one-sentence thought first); in free mode the action is
+      written by the same role under the benchmark's verb grammar (:attr:`action_verbs`;
+      :mod:`smcplan.llm.roles.free_action`). ``feedback`` lines (why earlier proposals were
+      rejected) are shown as notes.
     * ``generate_and_test(propose, judge, max_proposals, rec) -> Outcome`` — the loop shared by
       NeSyFS (reflection, K = 3 then slow thinking) and RLAW (critic, τ = 0.7, ≤ 3
       regenerations): propose, judge, feed the judge's reason back, stop at the first accepted
@@ -161,6 +185,11 @@ class LLMAgent:
         (``None``: the role's own).
     proposer, summarizer, llm_extractor
         Replace the default role objects (same call signatures), e.g. in tests.
+    action_mode, action_tokens
+        ``"admissible"`` (default: choose from the admissible set) or ``"free"`` (the seed
+        papers' setting: the model writes the command, the environment parses it, so it can name
+        an object that is not there; the admissible list is still shown in the prompts), and the
+        token budget of a written action.
     max_actions
         The model sees at most this many admissible actions per step
         (:func:`~smcplan.agents.shortlist.shortlist_actions`: by relevance to the task; only
@@ -194,7 +223,21 @@ class LLMAgent:
         summarizer: Any = None,
         llm_extractor: Any = None,
         max_actions: int | None = DEFAULT_MAX_ACTIONS,
+        action_mode: str = "admissible",
+        action_tokens: int = 24,
     ) -> None:
+        if action_mode not in ACTION_MODES:
+            raise ValueError(
+                f"action_mode must be one of {', '.join(ACTION_MODES)}; got {action_mode!r}"
+            )
+        if (
+            isinstance(action_tokens, bool)
+            or not isinstance(action_tokens, int)
+            or action_tokens < 1
+        ):
+            raise ValueError(f"action_tokens must be a positive integer; got {action_tokens!r}")
+        self.action_mode = action_mode
+        self.action_tokens = action_tokens
         if max_actions is not None and (
             isinstance(max_actions, bool) or not isinstance(max_actions, int) or max_actions < 1
         ):
@@ -216,6 +259,9 @@ class LLMAgent:
         self.counter = TokenCounter(lm)
         self.history = History(max_observation_chars, block=history_block)
         self.history_budget = history_budget(lm, history_tokens, reserve_tokens)
+        #: Tokens the whole context view may take (:meth:`Context.fit`): ``W - reserve_tokens``.
+        self.context_budget = max(1, model_window(lm) - int(reserve_tokens))
+        self._context_cuts: dict[str, list[int]] = {}
         if proposer is None:
             from smcplan.llm import ActionProposal
 
@@ -225,6 +271,8 @@ class LLMAgent:
                 think=think,
                 thought_temperature=thought_temperature,
                 settings={"thought_max_new_tokens": thought_tokens} if thought_tokens else None,
+                free=action_mode == "free",
+                action_tokens=action_tokens,
             )
         self.proposer = proposer
         self.belief: HistoryBelief | KGBelief | SummaryBelief
@@ -279,8 +327,15 @@ class LLMAgent:
         shown = self.shown_actions(admissible)
         if len(shown) < len(admissible):
             rec.extra["shortlist"] = [len(shown), len(admissible)]
+        self._context_cuts = {}
         decision = self.decide(observation, shown, self.last_info, rec)
-        if decision.action not in admissible:
+        if self._context_cuts:
+            rec.extra["context_truncated"] = dict(self._context_cuts)
+        if self.free:
+            if not decision.action.strip():
+                raise AgentError(f"{self.name} wrote an empty action")
+            rec.extra.update(action_mode="free", admissible=decision.action in admissible)
+        elif decision.action not in admissible:
             raise AgentError(
                 f"{self.name} chose {decision.action!r}, which is not admissible; "
                 f"admissible: {', '.join(admissible)}"
@@ -330,6 +385,18 @@ class LLMAgent:
         self._meter.add(lm)
 
     # ------------------------------------------------------------------ helpers
+    @property
+    def free(self) -> bool:
+        """Whether the agent writes its actions (``action_mode="free"``)."""
+        return self.action_mode == "free"
+
+    @property
+    def action_verbs(self) -> list[str] | None:
+        """The benchmark's command verbs (``info["action_verbs"]``, :mod:`smcplan.envs.grammar`)
+        that constrain a written action; ``None`` when the environment declares no grammar."""
+        verbs = self.last_info.get("action_verbs")
+        return list(verbs) if verbs else None
+
     def next_seed(self) -> int:
         """The next seed of the agent's own stream (for model calls)."""
         return int(self._rng.integers(2**31 - 1))
@@ -338,18 +405,30 @@ class LLMAgent:
         """Task, memory (history / KG facts / belief), notes and the current observation."""
         ctx = Context(self.task, observation, notes=[*self.notes(), *notes])
         self.belief.fill(ctx)
+        return self.fit(ctx)
+
+    def fit(self, ctx: Context) -> Context:
+        """``ctx`` cut to :attr:`context_budget` tokens; the cuts go to this step's record
+        (``extra["context_truncated"] = {section: [tokens before, after]}``)."""
+        for section, sizes in ctx.fit(self.context_budget, self.counter).items():
+            before = self._context_cuts.get(section, sizes)[0]
+            self._context_cuts[section] = [before, sizes[1]]
         return ctx
 
     def propose(
         self, ctx: Context, admissible: list[str], feedback: Sequence[str] = ()
     ) -> Candidate:
-        """One admissible action from the proposal role, with ``feedback`` shown after the
-        observation (:meth:`Context.with_feedback`)."""
-        view = ctx.with_feedback(feedback) if feedback else ctx
+        """One action from the proposal role, with ``feedback`` shown after the observation
+        (:meth:`Context.with_feedback`): admissible, or written under :attr:`action_verbs` in
+        free mode."""
+        view = self.fit(ctx.with_feedback(feedback)) if feedback else ctx
+        free = {"verbs": self.action_verbs} if self.free else {}
         (p,) = self.proposer(
-            [self.task], [view.triplets], [view.for_proposal()], [admissible], seed=self.next_seed()
+            [self.task], [view.triplets], [view.for_proposal()], [admissible],
+            seed=self.next_seed(), **free,
         )
-        return Candidate(p.action, p.thought, float(p.logq), float(p.logp), "proposal")
+        info = {"written": True, "admissible": p.action in admissible} if self.free else {}
+        return Candidate(p.action, p.thought, float(p.logq), float(p.logp), "proposal", info)
 
     def generate_and_test(
         self,

@@ -11,7 +11,10 @@ One step:
    onto the admissible set: itself or its case/space-folded form when admissible, else the
    admissible action with the highest log-probability in the answer's action slot after the same
    thought (``mapping="logprob"``; every proposal records ``raw_action``, ``mapping`` and
-   ``mapped``). ``decoding="scored"`` uses :class:`smcplan.llm.RLAWActor` instead (the action
+   ``mapped``). With ``action_mode="free"`` the action slot is written under the benchmark's
+   verb grammar and executed as written (``mapping="written"``; an answer cut before its action
+   gets the action written alone after its thought, ``"written_after_cut"``): the environment
+   may reject it. ``decoding="scored"`` uses :class:`smcplan.llm.RLAWActor` instead (the action
    drawn over the admissible set by exact scoring; no nucleus);
 3. **critic** — :class:`smcplan.llm.Critic` answers ``{logic_check, safety_check,
    critique_score, reason}``; the proposal is accepted iff ``critique_score >= tau`` (0.7).
@@ -57,7 +60,8 @@ DECODINGS = ("json", "scored")
 def discounted_return(
     r_env: list[float], r_critique: list[float], gamma: float = 0.95, lam: float = 0.5
 ) -> float:
-    r""":math:`\sum_t \gamma^t (R^{\mathrm{env}}_t + \lambda R^{\mathrm{crit}}_t)` (module docstring)."""
+    r""":math:`\sum_t \gamma^t (R^{\mathrm{env}}_t + \lambda R^{\mathrm{crit}}_t)` (module
+    docstring)."""
     if len(r_env) != len(r_critique):
         raise ValueError(f"got {len(r_env)} env rewards but {len(r_critique)} critique rewards")
     return float(sum(gamma**t * (e + lam * c) for t, (e, c) in enumerate(zip(r_env, r_critique))))
@@ -72,6 +76,8 @@ class JSONActor:
     ``thought_tokens + action_tokens`` new tokens; its action mapped onto ``admissible``. An answer
     cut by the budget keeps what it has (``cut`` is recorded; a missing action is mapped by
     log-probability). The candidate's ``logq``/``logp`` are those of the whole JSON answer.
+    With ``free=True`` the action is written under the command ``verbs`` given to the call and
+    not mapped (:mod:`smcplan.llm.roles.free_action`).
     """
 
     SEP = '", "action": "'
@@ -83,6 +89,7 @@ class JSONActor:
         top_p: float = 0.9,
         thought_tokens: int = 64,
         action_tokens: int = 24,
+        free: bool = False,
     ) -> None:
         from smcplan.llm.templates import load_role
 
@@ -96,6 +103,7 @@ class JSONActor:
         self.top_p = float(top_p)
         self.regex = JSON_TEXT + self.SEP + JSON_TEXT + r'"\}'
         self.max_new_tokens = int(thought_tokens) + int(action_tokens) + len(self.SEP) + 3
+        self.free, self.action_tokens = bool(free), int(action_tokens)
 
     def __call__(
         self,
@@ -104,15 +112,20 @@ class JSONActor:
         admissible: list[str],
         critique: str | None = None,
         seed: int | None = None,
+        verbs: list[str] | None = None,
     ) -> Candidate:
+        from smcplan.llm.roles.free_action import action_regex
         from smcplan.llm.roles.proposal import choose
 
         prompt = self.assets.messages(
             task=task, context=context, admissible=admissible, critique=critique
         )
+        pattern = self.regex
+        if self.free:
+            pattern = JSON_TEXT + self.SEP + action_regex(verbs, '"}')
         ((sample,),) = self.lm.sample(
             [prompt],
-            regex(self.regex),
+            regex(pattern),
             temperature=self.temperature,
             top_p=self.top_p,
             max_new_tokens=self.max_new_tokens,
@@ -122,8 +135,14 @@ class JSONActor:
         body = field_text(sample.text, sample.finished, '"}')
         thought, sep, rest = body.partition(self.SEP)
         raw = rest if sep else None
-        action, how = match_admissible(raw, admissible)
         logp_action = None
+        if self.free:
+            action, how = (raw.strip(), "written") if raw and raw.strip() else (None, "")
+            if action is None:
+                action, logp_action = self._write_after(prompt, thought, verbs, seed)
+                how = "written_after_cut"
+        else:
+            action, how = match_admissible(raw, admissible)
         if action is None:
             ((k, _logq, logp_action, _),) = choose(
                 self.lm,
@@ -148,8 +167,22 @@ class JSONActor:
                 "mapped": how == "logprob",
                 "mapped_logp": logp_action,
                 "cut": not sample.finished,
+                **({"admissible": action in admissible} if self.free else {}),
             },
         )
+
+    def _write_after(
+        self, prompt: list[dict[str, str]], thought: str, verbs: list[str] | None, seed: int | None
+    ) -> tuple[str, float]:
+        """Free mode, answer cut before its action: the action written after the thought."""
+        from smcplan.llm.roles.free_action import generate_actions
+
+        (w,) = generate_actions(
+            self.lm, [prompt], [self.assets.prefix(thought=thought)], verbs, suffix='"}',
+            temperature=self.temperature, top_p=self.top_p, max_new_tokens=self.action_tokens,
+            seed=None if seed is None else seed + 1,
+        )
+        return w.text, w.logp
 
 
 class ScoredActor:
@@ -226,9 +259,14 @@ class RLAWAgent(LLMAgent):
                 f"context={context!r} contradicts graph_memory={graph_memory}; "
                 f"use graph_memory=True for 'kg' and False for 'history'"
             )
-        super().__init__(lm, context=wanted, **config)
+        super().__init__(lm, context=wanted, action_tokens=action_tokens, **config)
         if decoding not in DECODINGS:
             raise ValueError(f"unknown decoding {decoding!r}; known: {', '.join(DECODINGS)}")
+        if self.free and decoding != "json" and actor is None:
+            raise ValueError(
+                "decoding='scored' scores the admissible set; action_mode='free' needs "
+                "decoding='json' (the actor writes its action)"
+            )
         if not 0.0 <= tau <= 1.0 or max_regenerations < 0:
             raise ValueError(
                 f"need 0 <= tau <= 1 and max_regenerations >= 0; got {tau}, {max_regenerations}"
@@ -242,7 +280,9 @@ class RLAWAgent(LLMAgent):
         self.decoding = decoding
         if actor is None:
             actor = (
-                JSONActor(lm, actor_temperature, actor_top_p, thought_tokens, action_tokens)
+                JSONActor(
+                    lm, actor_temperature, actor_top_p, thought_tokens, action_tokens, self.free
+                )
                 if decoding == "json"
                 else ScoredActor(lm, actor_temperature)
             )
@@ -250,7 +290,9 @@ class RLAWAgent(LLMAgent):
         if self.use_critic and critic is None:
             from smcplan.llm import Critic
 
-            critic = Critic(critic_lm if critic_lm is not None else lm, temperature=critic_temperature)
+            critic = Critic(
+                critic_lm if critic_lm is not None else lm, temperature=critic_temperature
+            )
         self.critic = critic
         if critic_lm is not None:
             self.register_lm(critic_lm)
@@ -295,10 +337,12 @@ class RLAWAgent(LLMAgent):
             rec.extra["kg_retrieved"] = [f"({s}, {r}, {o})" for s, r, o in ctx.triplets]
         situation = ctx.situation()
 
+        free = {"verbs": self.action_verbs} if self.free else {}
+
         def propose(feedback: list[str]) -> Candidate:
             return self.actor(
                 self.task, situation, admissible, feedback[-1] if feedback else None,
-                self.next_seed(),
+                self.next_seed(), **free,
             )
 
         if not self.use_critic:

@@ -2,7 +2,8 @@ r"""RLVMR (arXiv 2507.22844): one meta-reasoning tag, then the action; verifiabl
 
 Each step the model answers in RLVMR's format,
 
-    ``<planning>|<explore>|<reflection>|<monitor>`` one sentence ``</tag>`` ``<action>`` a ``</action>``
+    ``<planning>|<explore>|<reflection>|<monitor>`` one sentence ``</tag>`` ``<action>`` a
+    ``</action>``
 
 in three model calls on the same prompt (task, memory, the current plan, admissible actions).
 Both choices — the mode and the action — use the step's verifiable reward (the rules of
@@ -10,9 +11,13 @@ Both choices — the mode and the action — use the step's verifiable reward (t
 
 .. math:: \pi(c) \propto p(c)^{1/T}\, e^{\beta\, r(c)},
 
-so that ``beta = 0`` is the paper's plain inference (the rewards only recorded) and
-``beta = math.inf`` (the default) takes the most likely choice among those the rule rewards most
-(the model's own choice when the rule rewards none; ``T = 0``: the argmax).
+so that ``beta = 0`` (the default of ``rlvmr``) is the paper's plain inference: the rewards
+are computed and recorded but choose nothing, since RLVMR uses them only as a *training* signal.
+``beta = math.inf`` takes the most likely choice among those the rule rewards most (the model's
+own choice when the rule rewards none; ``T = 0``: the argmax): an inference-time guide that is
+this project's extension, registered as the agent ``rlvmr+guide``
+(:class:`RLVMRGuidedAgent`: both betas infinite) and labelled "guided" in reports whenever a
+beta is positive.
 
 1. **tag** — each allowed tag's opening ``<g>`` is scored, :math:`\log p(g \mid x_t)`, with the
    best reward the tag can earn now, :math:`R(g) = \max_{a \in A_t} r^{\mathrm{meta}}_t(g, a)`
@@ -30,7 +35,14 @@ so that ``beta = 0`` is the paper's plain inference (the rewards only recorded) 
    :math:`r = r^{\mathrm{meta}}_t(g_t, a)`: an explore step tries the most likely action not
    taken before, a reflection after a failure the most likely different action.
 
-Why both levels: measured with SmolLM2-135M on TextWorldExpress coin (docs/agents_rlaw_rlvmr.md),
+Free mode (``action_mode="free"``): the action is written in the ``<action>`` slot under the
+benchmark's verb grammar (:mod:`smcplan.llm.roles.free_action`) at ``action_temperature``; a
+written action cannot be reweighted by the rule, so ``guidance`` must be 0 (the tag guide still
+works). An inadmissible action is rejected by the environment and the next step's reflection
+reward applies, as in the paper.
+
+Why both levels of the guide: measured with SmolLM2-135M on TextWorldExpress coin
+(docs/agents_rlaw_rlvmr.md),
 the model's own tags are mostly ``planning`` (about 60 %) and rarely ``explore`` (about 3 %), so
 guiding the action alone left 12 of 20 actions repeated; guiding the mode as well is what breaks
 the "open door to east" loop. The records show it: ``rlvmr_tag_logp`` (the model's tag scores),
@@ -71,7 +83,7 @@ from smcplan.agents.rlvmr_rewards import (
 from smcplan.llm.fields import TAG_TEXT, regex
 from smcplan.llm.templates import load_role
 
-__all__ = ["RLVMRAgent"]
+__all__ = ["RLVMRAgent", "RLVMRGuidedAgent"]
 
 
 class RLVMRAgent(LLMAgent):
@@ -81,8 +93,9 @@ class RLVMRAgent(LLMAgent):
     ----------------------------------------------------------------
     guidance, tag_guidance
         :math:`\\beta_a` and :math:`\\beta_g`, the weight of the verifiable reward in the action
-        and in the mode choice (0: none; ``math.inf``, the default: the best-rewarded choices
-        first, the model's order among them).
+        and in the mode choice (0, the default: none, the paper's inference; ``math.inf``: the
+        best-rewarded choices first, the model's order among them; ``--agent-arg
+        guidance=Infinity`` on the command line).
     tag_temperature, action_temperature
         Temperatures of the two choices (defaults 1: the model's own distribution over the tags;
         0: the argmax action) and of the tag's text (``tag_temperature``).
@@ -101,8 +114,8 @@ class RLVMRAgent(LLMAgent):
         self,
         lm: Any = None,
         *,
-        guidance: float = math.inf,
-        tag_guidance: float = math.inf,
+        guidance: float = 0.0,
+        tag_guidance: float = 0.0,
         tag_temperature: float = 1.0,
         action_temperature: float = 0.0,
         constrained: bool = True,
@@ -112,10 +125,16 @@ class RLVMRAgent(LLMAgent):
         **config: Any,
     ) -> None:
         super().__init__(lm, **config)
+        guidance, tag_guidance = float(guidance), float(tag_guidance)
         if min(guidance, tag_guidance, tag_temperature, action_temperature) < 0:
             raise ValueError(
                 "guidance, tag_guidance, tag_temperature and action_temperature must be >= 0; "
                 f"got {guidance}, {tag_guidance}, {tag_temperature}, {action_temperature}"
+            )
+        if self.free and guidance > 0:
+            raise ValueError(
+                f"guidance={guidance} reweights the admissible set, but action_mode='free' writes "
+                "the action; use guidance=0 (tag_guidance may stay) or action_mode='admissible'"
             )
         bad = [g for g in tags if g not in TAGS]
         if bad or not tags:
@@ -220,13 +239,19 @@ class RLVMRAgent(LLMAgent):
         )
         block, cut = self._tag_block(prompt, admissible, rec)
         prefix = block + "\n<action>"
-        ((k_model, _, _, log_probs),) = choose(
-            self.lm, [prompt], [prefix], [admissible], 0.0, self.next_seed(), "</action>"
-        )
-        head = parse_response(prefix + "x</action>")  # the format verdict of the tag block
-        bonus = np.array([self._reward_if(head.tag, a, head.well_formed).meta for a in admissible])
-        k = self._choose(np.asarray(log_probs), bonus, self.guidance, self.action_temperature)
-        action = admissible[k]
+        if self.free:
+            action, logp_action, model_choice = self._write_action(prompt, prefix)
+        else:
+            ((k_model, _, _, log_probs),) = choose(
+                self.lm, [prompt], [prefix], [admissible], 0.0, self.next_seed(), "</action>"
+            )
+            head = parse_response(prefix + "x</action>")  # the format verdict of the tag block
+            bonus = np.array(
+                [self._reward_if(head.tag, a, head.well_formed).meta for a in admissible]
+            )
+            k = self._choose(np.asarray(log_probs), bonus, self.guidance, self.action_temperature)
+            action, logp_action = admissible[k], float(log_probs[k])
+            model_choice = admissible[k_model]
         response = prefix + action + "</action>"
         parsed = parse_response(response)
         t = len(self.trajectory)
@@ -236,13 +261,8 @@ class RLVMRAgent(LLMAgent):
         if parsed.tag == "planning":
             self.plan = parsed.content
         rec.proposed(
-            action,
-            parsed.content,
-            None,
-            float(log_probs[k]),
-            "rlvmr",
-            tag=parsed.tag,
-            model_choice=admissible[k_model],
+            action, parsed.content, None, logp_action, "rlvmr", tag=parsed.tag,
+            model_choice=model_choice,
         )
         rec.extra.update(
             rlvmr_tag=parsed.tag,
@@ -252,7 +272,33 @@ class RLVMRAgent(LLMAgent):
             rlvmr_tag_cut=cut,
             rlvmr_reward=reward.to_dict(),
             rlvmr_return=float(sum(r.total for r in self.step_rewards)),
-            guided=k != k_model,
-            model_choice=admissible[k_model],
+            guided=action != model_choice,
+            model_choice=model_choice,
+            rlvmr_guide=self.guidance > 0 or self.tag_guidance > 0,
         )
         return Decision(action, parsed.content, parsed.tag)
+
+    def _write_action(self, prompt: list[dict[str, str]], prefix: str) -> tuple[str, float, str]:
+        """Free mode: the action written in the ``<action>`` slot under the verb grammar."""
+        from smcplan.llm.roles.free_action import generate_actions
+
+        (w,) = generate_actions(
+            self.lm, [prompt], [prefix], self.action_verbs, suffix="</action>",
+            temperature=self.action_temperature, max_new_tokens=self.action_tokens,
+            seed=self.next_seed(),
+        )
+        return w.text, w.logp, w.text
+
+
+class RLVMRGuidedAgent(RLVMRAgent):
+    """``rlvmr+guide``: RLVMR with its verifiable rewards as an inference-time guide on both the
+    mode and the action (``tag_guidance = guidance = math.inf``; module docstring). An extension
+    of this project, not the paper's inference."""
+
+    name = "rlvmr+guide"
+
+    def __init__(
+        self, lm: Any = None, *, guidance: float = math.inf, tag_guidance: float = math.inf,
+        **config: Any,
+    ) -> None:
+        super().__init__(lm, guidance=guidance, tag_guidance=tag_guidance, **config)

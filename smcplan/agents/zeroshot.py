@@ -12,10 +12,18 @@ the admissible set :math:`A_t` of the step it is executed at:
 * ``logprob`` — otherwise (a *mismatch*, recorded) the admissible action the model would have
   written at that position of its own plan,
 
-  .. math:: a_t = \arg\max_{a \in A_t} \log p(\texttt{"}a\texttt{"} \mid x_0,\ \texttt{\{"actions": [}b_1, \dots, b_{t-1}\texttt{, "})
+  .. math::
+
+     a_t = \arg\max_{a \in A_t}
+     \log p(\texttt{"}a\texttt{"} \mid x_0,\ \texttt{\{"actions": [}b_1, \dots, b_{t-1}\texttt{, "})
 
   — still open loop: the condition is the first observation and the plan as written;
 * ``beyond_plan`` — the same scoring after the whole plan, when the episode outlives it.
+
+With ``action_mode="free"`` the plan's commands are written under the benchmark's verb grammar
+(:mod:`smcplan.llm.roles.free_action`) and executed as written, admissible or not
+(``mapping="written"``); past the end of the plan the next command is written at that position
+of the plan (``"written_beyond_plan"``).
 
 Each step records the planned item, whether it mismatched, and how it was mapped
 (``planned_action``, ``plan_mismatch``, ``mapping``; the plan itself at step 0).
@@ -105,10 +113,16 @@ class ZeroShotAgent(LLMAgent):
     def make_plan(self) -> tuple[list[str], bool]:
         """The plan and whether the budget cut it: one constrained generation from the first
         observation's prompt (module docstring)."""
+        from smcplan.llm.roles.free_action import action_regex
+
         assert self._prompt is not None, "reset() first"
+        pattern = _PLAN_REGEX
+        if self.free:
+            item = action_regex(self.action_verbs)
+            pattern = item + '(", "' + item + ")*" + r'"\]\}'
         ((s,),) = self.lm.sample(
             [self._prompt],
-            regex(_PLAN_REGEX),
+            regex(pattern),
             temperature=self.plan_temperature,
             max_new_tokens=self.plan_tokens,
             seed=self.next_seed(),
@@ -135,6 +149,18 @@ class ZeroShotAgent(LLMAgent):
             [self._prompt] * len(rows), rows, add_eos=False, assistant_prefix=prefix
         )
 
+    def _write_at(self, position: int) -> tuple[str, float]:
+        """Free mode: the command written at ``position`` of the plan (open loop)."""
+        from smcplan.llm.roles.free_action import generate_actions
+
+        assert self._prompt is not None
+        (w,) = generate_actions(
+            self.lm, [self._prompt], [self._plan_prefix(position)], self.action_verbs,
+            suffix='"', temperature=self.plan_temperature, max_new_tokens=self.action_tokens,
+            seed=self.next_seed(),
+        )
+        return w.text, w.logp
+
     def decide(
         self, observation: str, admissible: list[str], info: dict[str, Any], rec: StepRecord
     ) -> Decision:
@@ -146,8 +172,14 @@ class ZeroShotAgent(LLMAgent):
             rec.extra.update(zeroshot_plan=list(self.plan), zeroshot_plan_cut=self.plan_cut)
         t = self.t
         planned = self.plan[t] if t < len(self.plan) else None
-        action, how = match_admissible(planned, admissible)
         logp = None
+        if self.free:
+            action, how = planned, "written"
+            if not planned or not planned.strip():
+                action, logp = self._write_at(min(t, len(self.plan)))
+                how = "written_beyond_plan" if planned is None else "written"
+        else:
+            action, how = match_admissible(planned, admissible)
         if action is None:
             scores = self.score_at(min(t, len(self.plan)), admissible)
             k = int(np.argmax(scores))

@@ -1,4 +1,5 @@
-"""Fixed evaluation splits: which (env, task, seed) episodes make up ``dev`` and ``test``.
+"""Fixed evaluation splits: which (env, task, seed) episodes make up ``dev``, ``test`` and RLVMR's
+generalisation levels.
 
 ``dev`` is for development (tuning prompts, hyper-parameters); ``test`` is for reporting.  Both
 are drawn only from the benchmarks' own held-out folds, never from training data, and are fixed
@@ -27,6 +28,11 @@ NOT the official ALFWorld evaluation set).  WebShop goals index the shipped SYNT
 (``smcplan.envs.webshop.catalog.SYNTHETIC_SPLITS``; not WebShop's data); with the real files
 the WebShop baselines' split is goals 0-499 test, 500-1499 dev (``WebShopEnv(split=...)``).
 
+The generalisation splits follow RLVMR (Zhang et al. 2025, arXiv 2507.22844; its code, the
+``RLVMR/`` folder of Tencent's DigitalHuman repository) and are defined in
+:mod:`smcplan.envs.generalisation` (``alfworld-l0``, ``alfworld-l1``, ``alfworld-l2``,
+``scienceworld-unseen``).
+
 Each entry is a ``SplitEntry(env, seed, task, env_kwargs)``: the harness builds
 ``smcplan.envs.make(env, **env_kwargs)`` and calls ``reset(seed)``.
 
@@ -35,11 +41,14 @@ Pure Python; imports only the adapters' name tables (no benchmark package, no JV
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
-
 from smcplan.envs.base import unknown_choice
+from smcplan.envs.generalisation import generalisation_split
 from smcplan.envs.scienceworld import TASKS as SCIENCEWORLD_TASKS
+from smcplan.envs.split_tables import (
+    ALFWORLD_TASK_TYPES,
+    SCIENCEWORLD_VARIATIONS,
+    SplitEntry,
+)
 from smcplan.envs.textworld_express import FOLDS as TWX_FOLDS
 from smcplan.envs.textworld_express import GAMES as TWX_GAMES
 
@@ -52,50 +61,9 @@ __all__ = [
     "spread",
 ]
 
-SPLITS = ("dev", "test")
-
-ALFWORLD_TASK_TYPES = (
-    "pick_and_place",
-    "pick_clean_then_place",
-    "pick_heat_then_place",
-    "pick_cool_then_place",
-    "look_at_obj_in_light",
-    "pick_two_obj_and_place",
-)
-
-#: task -> ((dev start, dev stop), (test start, test stop)): the simulator's variation ranges.
-SCIENCEWORLD_VARIATIONS: dict[str, tuple[tuple[int, int], tuple[int, int]]] = {
-    "boil": ((14, 21), (21, 30)),
-    "melt": ((14, 21), (21, 30)),
-    "freeze": ((14, 21), (21, 30)),
-    "change-the-state-of-matter-of": ((14, 21), (21, 30)),
-    "use-thermometer": ((270, 405), (405, 540)),
-    "measure-melting-point-known-substance": ((218, 327), (327, 436)),
-    "measure-melting-point-unknown-substance": ((150, 225), (225, 300)),
-    "power-component": ((10, 15), (15, 20)),
-    "power-component-renewable-vs-nonrenewable-energy": ((10, 15), (15, 20)),
-    "test-conductivity": ((450, 675), (675, 900)),
-    "test-conductivity-of-unknown-substances": ((300, 450), (450, 600)),
-    "find-living-thing": ((150, 225), (225, 300)),
-    "find-non-living-thing": ((150, 225), (225, 300)),
-    "find-plant": ((150, 225), (225, 300)),
-    "find-animal": ((150, 225), (225, 300)),
-    "grow-plant": ((62, 93), (93, 126)),
-    "grow-fruit": ((62, 93), (93, 126)),
-    "chemistry-mix": ((16, 24), (24, 32)),
-    "chemistry-mix-paint-secondary-color": ((18, 27), (27, 36)),
-    "chemistry-mix-paint-tertiary-color": ((18, 27), (27, 36)),
-    "lifespan-longest-lived": ((62, 93), (93, 125)),
-    "lifespan-shortest-lived": ((62, 93), (93, 125)),
-    "lifespan-longest-lived-then-shortest-lived": ((62, 93), (93, 125)),
-    "identify-life-stages-1": ((6, 9), (9, 14)),
-    "identify-life-stages-2": ((4, 6), (6, 10)),
-    "inclined-plane-determine-angle": ((84, 126), (126, 168)),
-    "inclined-plane-friction-named-surfaces": ((692, 1038), (1038, 1386)),
-    "inclined-plane-friction-unnamed-surfaces": ((80, 120), (120, 162)),
-    "mendelian-genetics-known-plant": ((60, 90), (90, 120)),
-    "mendelian-genetics-unknown-plant": ((240, 360), (360, 480)),
-}
+#: The dev/test splits (defined here) and RLVMR's generalisation splits
+#: (:mod:`smcplan.envs.generalisation`).
+SPLITS = ("dev", "test", "alfworld-l0", "alfworld-l1", "alfworld-l2", "scienceworld-unseen")
 
 #: episodes per game / task / task type and split
 TWX_PER_GAME = {"dev": 5, "test": 10}
@@ -103,16 +71,6 @@ SCIENCEWORLD_PER_TASK = {"dev": 2, "test": 5}
 ALFWORLD_SEEDS = {"dev": range(100, 103), "test": range(0, 10)}
 ALFWORLD_SCENES = {"dev": "train", "test": "test"}
 WEBSHOP_GOALS = {"dev": range(50, 75), "test": range(0, 50)}
-
-
-@dataclass(frozen=True)
-class SplitEntry:
-    """One episode: ``make(env, **env_kwargs).reset(seed)``; ``task`` is a readable label."""
-
-    env: str
-    seed: int
-    task: str | None = None
-    env_kwargs: dict[str, Any] = field(default_factory=dict, hash=False)
 
 
 def spread(values: list[int] | range, k: int) -> list[int]:
@@ -154,9 +112,11 @@ def _webshop(split: str) -> list[SplitEntry]:
 
 
 def get_split(name: str) -> list[SplitEntry]:
-    """All entries of split ``name`` (``dev`` or ``test``), grouped by benchmark."""
+    """All entries of split ``name`` (one of :data:`SPLITS`), grouped by benchmark."""
     if name not in SPLITS:
         raise unknown_choice("split", name, SPLITS)
+    if name not in ("dev", "test"):
+        return generalisation_split(name)
     return _twx(name) + _scienceworld(name) + _alfworld(name) + _webshop(name)
 
 

@@ -8,23 +8,33 @@ Definitions (one *episode* = one task instance; its steps are the executed actio
 
 * **SR** (success rate): fraction of episodes with ``won``. 95% CI: Wilson score interval.
 * **AR** (average reward): mean final ``score`` (normalised to [0, 1]) over episodes. CI: bootstrap.
-* **AvgS**: mean number of steps over *successful* episodes only (RLAW, NeSyFS tables). CI: bootstrap.
+* **AvgS**: mean number of steps over *successful* episodes only (RLAW, NeSyFS tables). CI:
+  bootstrap.
 * **Hallucination rate** (RLAW, arXiv 2607.17038): fraction of episodes with at least one action the
   environment rejected (``info["invalid"]``). CI: Wilson.
 * **Invalid-action rate** (RLVMR, arXiv 2507.22844): invalid steps / all steps, pooled over the run.
   CI: cluster bootstrap over episodes (steps of one episode are not independent).
-* **Repetitive-action rate** (RLVMR): repetitive steps / all steps, pooled, cluster-bootstrap CI.
-  Step ``t`` is *repetitive* iff an earlier step ``s < t`` of the same trial executed the same
-  action (compared after lower-casing and collapsing whitespace) **and** received the identical
-  observation (``o_s == o_t``, compared after stripping): the action was repeated and the only
-  state the agent can see did not change. This counts loops such as "look around" forever and
-  "open door / close door / open door", but not a repeated "go north" that leads somewhere new.
+* **Repetitive-action rate** (RLVMR, ``repetitive/step``): repetitive steps / all steps, pooled,
+  cluster-bootstrap CI. Step ``t`` is *repetitive* iff it is not the first step of its trial, it
+  executed the same action as step ``t - 1`` (compared after lower-casing and collapsing
+  whitespace) and changed neither the observation nor the score: ``o_{t+1} == o_t`` (the
+  ``feedback`` of steps ``t`` and ``t - 1``, compared after stripping; ``o_t`` is step ``t - 1``'s
+  feedback) and ``s_{t+1} == s_t``. This is the paper's "the same action as the previous step with
+  no state change"; the observation and score are the state every backend exposes.
+* **Repeated-pair rate** (``repeat (a,o)/step``; this project's loop measure, called the
+  repetitive rate before the paper's definition was added): steps whose (action, observation
+  received) pair already occurred at an earlier step ``s < t`` of the same trial / all steps,
+  pooled, cluster-bootstrap CI. It also counts loops ("open door / close door / open door") and
+  revisits that the paper's consecutive definition does not, and never a repeated "go north" that
+  leads somewhere new.
 * **Rejections per episode**: proposals rejected before execution — RLAW's critique rejections
   (critic score < τ) or NeSyFS's reflection rejections — summed per episode from step meta
   (``meta["rejections"]`` if an int, else ``len(meta["rejected_proposals"])``). CI: bootstrap.
-* **Slow-thinking calls per episode**: steps whose ``meta["slow_thinking"]`` is truthy. CI: bootstrap.
+* **Slow-thinking calls per episode**: steps whose ``meta["slow_thinking"]`` is truthy. CI:
+  bootstrap.
 * **LLM calls, tokens and wall time per step**: pooled sums / steps, cluster-bootstrap CI;
-  from ``llm_calls``/``llm_tokens`` of each step record and the harness-measured ``agent_s + env_s``.
+  from ``llm_calls``/``llm_tokens`` of each step record and the harness-measured ``agent_s +
+  env_s``.
 
 Episodes whose backend died (``status == "error"``) are excluded from every metric and counted in
 ``n_errors``; they are neither successes nor failures of the agent.
@@ -53,8 +63,10 @@ __all__ = [
     "bootstrap_ratio_ci",
     "normalize_action",
     "repetitive_flags",
+    "repeated_pair_flags",
     "step_count",
     "episode_stats",
+    "upgrade_stats",
     "aggregate",
     "group_metrics",
 ]
@@ -156,10 +168,32 @@ def normalize_action(action: str) -> str:
 
 
 def repetitive_flags(steps: Sequence[Mapping[str, Any]]) -> list[bool]:
-    """Per step: True iff an earlier step of the same trial had the same action and observation.
+    """Per step: True iff it repeats the previous step's action of the same trial and changes
+    neither the observation nor the score (RLVMR's repetitive action; module docstring).
 
-    Uses each record's ``action``, ``feedback`` (the observation the environment returned) and
-    ``trial`` (default 0). See the module docstring for the definition (RLVMR's repetitive action).
+    Uses each record's ``action``, ``feedback`` (the observation the environment returned),
+    ``score`` (the normalised score after the step) and ``trial`` (default 0).
+    """
+    flags = []
+    prev: Mapping[str, Any] | None = None
+    for step in steps:
+        same = (
+            prev is not None
+            and int(prev.get("trial", 0) or 0) == int(step.get("trial", 0) or 0)
+            and normalize_action(prev["action"]) == normalize_action(step["action"])
+            and str(prev.get("feedback", "")).strip() == str(step.get("feedback", "")).strip()
+            and float(prev.get("score", 0.0) or 0.0) == float(step.get("score", 0.0) or 0.0)
+        )
+        flags.append(bool(same))
+        prev = step
+    return flags
+
+
+def repeated_pair_flags(steps: Sequence[Mapping[str, Any]]) -> list[bool]:
+    """Per step: True iff an earlier step of the same trial had the same action and observation
+    received (the repeated-pair rate; module docstring).
+
+    Uses each record's ``action``, ``feedback`` and ``trial`` (default 0).
     """
     seen: set[tuple[int, str, str]] = set()
     flags = []
@@ -202,6 +236,23 @@ def step_count(step: Mapping[str, Any], key: str) -> float:
     return _count(step.get("meta", {}).get(key))
 
 
+def upgrade_stats(
+    data: Mapping[str, Any], steps: Sequence[Mapping[str, Any]] | None = None
+) -> dict[str, Any]:
+    """Stats written before the two repetition metrics were split, in today's fields.
+
+    Old summaries counted repeated (action, observation) pairs as ``repetitive_steps``: that
+    count becomes ``repeated_pair_steps``, and ``repetitive_steps`` (RLVMR's definition) is
+    recomputed from the episode's step records when they are given, else set to 0. Current stats
+    are returned unchanged (copied).
+    """
+    out = dict(data)
+    if "repeated_pair_steps" not in out and "repetitive_steps" in out:
+        out["repeated_pair_steps"] = out["repetitive_steps"]
+        out["repetitive_steps"] = sum(repetitive_flags(steps)) if steps else 0
+    return out
+
+
 @dataclass
 class EpisodeStats:
     """Everything the aggregate metrics need from one episode (computed from its step records)."""
@@ -213,7 +264,8 @@ class EpisodeStats:
     steps: int  # executed actions in the final trial (AvgS averages this)
     total_steps: int  # executed actions in all trials (denominator of per-step rates)
     invalid_steps: int
-    repetitive_steps: int
+    repetitive_steps: int  # RLVMR's definition (repetitive_flags)
+    repeated_pair_steps: int  # repeated (action, observation) pairs (repeated_pair_flags)
     rejections: int
     slow_thinking_calls: int
     llm_calls: float
@@ -227,7 +279,10 @@ class EpisodeStats:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> EpisodeStats:
-        """Inverse of :meth:`to_dict`; summaries written before a field existed get its default."""
+        """From :meth:`to_dict`; summaries written before ``repeated_pair_steps`` existed held
+        that count under ``repetitive_steps`` and are read so (see :func:`upgrade_stats`);
+        fields added later (the cache counters) get their defaults."""
+        data = upgrade_stats(data)
         return cls(**{f: data[f] for f in cls.__dataclass_fields__ if f in data})
 
 
@@ -248,7 +303,6 @@ def episode_stats(
     if status not in ("ok", "error"):
         raise ValueError(f"unknown episode status {status!r}; known: ok, error")
     last_trial = max((int(s.get("trial", 0) or 0) for s in steps), default=0)
-    rep = repetitive_flags(steps)
     return EpisodeStats(
         env=env,
         status=status,
@@ -257,7 +311,8 @@ def episode_stats(
         steps=sum(1 for s in steps if int(s.get("trial", 0) or 0) == last_trial),
         total_steps=len(steps),
         invalid_steps=sum(1 for s in steps if s.get("invalid")),
-        repetitive_steps=sum(rep),
+        repetitive_steps=sum(repetitive_flags(steps)),
+        repeated_pair_steps=sum(repeated_pair_flags(steps)),
         rejections=sum(_rejections(s.get("meta") or {}) for s in steps),
         slow_thinking_calls=sum(1 for s in steps if (s.get("meta") or {}).get("slow_thinking")),
         llm_calls=sum(step_count(s, "llm_calls") for s in steps),
@@ -287,6 +342,7 @@ class RunMetrics:
     hallucination_rate: Estimate
     invalid_rate: Estimate
     repetitive_rate: Estimate
+    repeated_pair_rate: Estimate
     rejections_per_episode: Estimate
     slow_thinking_per_episode: Estimate
     llm_calls_per_step: Estimate
@@ -348,6 +404,7 @@ def aggregate(
         hallucination_rate=_rate(sum(e.invalid_steps > 0 for e in ok), n),
         invalid_rate=_ratio([e.invalid_steps for e in ok], pooled, seed, b),
         repetitive_rate=_ratio([e.repetitive_steps for e in ok], pooled, seed, b),
+        repeated_pair_rate=_ratio([e.repeated_pair_steps for e in ok], pooled, seed, b),
         rejections_per_episode=_mean([e.rejections for e in ok], seed, b),
         slow_thinking_per_episode=_mean([e.slow_thinking_calls for e in ok], seed, b),
         llm_calls_per_step=_ratio([e.llm_calls for e in ok], pooled, seed, b),

@@ -17,8 +17,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from smcplan.eval.metrics import EpisodeStats, Estimate, aggregate, group_metrics
-from smcplan.eval.records import Run, RunPaths, read_json
+from smcplan.eval.metrics import (
+    EpisodeStats,
+    Estimate,
+    aggregate,
+    group_metrics,
+    upgrade_stats,
+)
+from smcplan.eval.records import Run, RunPaths, read_json, read_summary
 
 __all__ = [
     "Run",
@@ -38,23 +44,58 @@ def load_run(path: str | os.PathLike[str], *, seed: int = 0, num_resamples: int 
         )
     config = read_json(paths.config)
     summaries = sorted(
-        (read_json(p) for p in paths.summaries()),
+        (read_summary(p) for p in paths.summaries()),
         key=lambda s: (s.get("index", 0), s.get("episode", "")),
     )
-    stats = [EpisodeStats.from_dict(s["stats"]) for s in summaries]
     run = Run(path=Path(path), config=config, summaries=summaries)
+    stats = [
+        EpisodeStats.from_dict(
+            s["stats"]
+            if "repeated_pair_steps" in s["stats"]
+            else upgrade_stats(s["stats"], run.steps(s["episode"]))
+        )
+        for s in summaries
+    ]
     run.metrics = group_metrics(stats, seed=seed, num_resamples=num_resamples)
     run.overall = aggregate(stats, seed=seed, num_resamples=num_resamples)
     return run
 
 
+def variant(config: dict[str, Any]) -> str:
+    """What of the agent's configuration a reader must see in its label: ``"oracle world model"``
+    when slow thinking steps clones of the real environment (``world_model="simulator"``),
+    ``"free"`` for free-form
+    actions (``action_mode="free"``), ``"guided"`` for RLVMR with its process rewards used as an
+    inference-time guide (``guidance`` or ``tag_guidance`` > 0; the paper's inference has none),
+    joined by ``", "``; ``""`` for the defaults."""
+    ident = config.get("identity", {})
+    agent_config = ident.get("agent_config") or config.get("config", {}).get("agent_config") or {}
+    parts = []
+    if config.get("oracle_world_model") or agent_config.get("world_model") == "simulator":
+        parts.append("oracle world model")
+    if str(agent_config.get("action_mode", "admissible")) == "free":
+        parts.append("free")
+    agent = str(ident.get("agent", ""))
+    if agent.startswith("rlvmr") and "+guide" not in agent:
+        beta = [agent_config.get(k, 0) for k in ("guidance", "tag_guidance")]
+        if any(float(b or 0) > 0 for b in beta):
+            parts.append("guided")
+    return ", ".join(parts)
+
+
 def _label_runs(runs: Sequence[Run]) -> None:
-    """Label = agent; add the model, then the directory name, until labels are unique."""
+    """Label = agent and its :func:`variant` in braces (``react {free}``); add the model, then
+    the directory name, until labels are unique."""
+
+    def base(r: Run) -> str:
+        v = variant(r.config)
+        return f"{r.agent} {{{v}}}" if v else r.agent
+
     for run in runs:
-        run.label = run.agent
+        run.label = base(run)
     for extend in (
-        lambda r: f"{r.agent} ({r.model})" if r.model else r.agent,
-        lambda r: f"{r.agent} [{r.path.name}]",
+        lambda r: f"{base(r)} ({r.model})" if r.model else base(r),
+        lambda r: f"{base(r)} [{r.path.name}]",
     ):
         labels = [r.label for r in runs]
         for run in runs:
@@ -117,6 +158,7 @@ DETAIL_COLUMNS: tuple[tuple[str, str, bool, int], ...] = (
     ("HR %", "hallucination_rate", True, 1),
     ("invalid/step %", "invalid_rate", True, 1),
     ("repetitive/step %", "repetitive_rate", True, 1),
+    ("repeat (a,o)/step %", "repeated_pair_rate", True, 1),
     ("rejections/ep", "rejections_per_episode", False, 2),
     ("slow thinking/ep", "slow_thinking_per_episode", False, 2),
     ("LLM calls/step", "llm_calls_per_step", False, 2),
@@ -174,6 +216,11 @@ def markdown_report(runs: Sequence[Run], *, images: Sequence[str] = ()) -> str:
         "",
         "SR = success rate, AvgS = mean steps of successful episodes, HR = hallucination rate "
         "(% of episodes with at least one action the environment rejected; RLAW). "
+        "repetitive/step = steps repeating the previous action with no change of observation or "
+        "score (RLVMR); repeat (a,o)/step = steps whose action and observation already occurred "
+        "together earlier in the trial. {free} = actions written by the model "
+        "(action_mode=free), else chosen from the admissible set; {guided} = RLVMR's process "
+        "rewards used as an inference-time guide (not the paper's inference). "
         "Brackets: 95% intervals (Wilson for rates; seeded percentile bootstrap over episodes "
         "for means and per-step rates). Error episodes (backend died) are excluded and counted.",
         "",

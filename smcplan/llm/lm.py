@@ -37,16 +37,24 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import torch
 
+from smcplan.errors import ArgumentTypeError, InvalidArgumentError, check_int
 from smcplan.llm.constrained import GenerationError, OutputSpec, output_spec, spec_regex
+from smcplan.llm.inputs import (
+    check_prompts,
+    check_sampling,
+    check_truncation,
+    fit_prompt,
+    window_of,
+)
 from smcplan.llm.nucleus import top_p_filter
 from smcplan.llm.prefill import prefill, remember_decoded, supports_prefix_cache
 from smcplan.llm.prefix_cache import DEFAULT_PREFIX_CACHE_BYTES, PrefixCache
+from smcplan.llm.samples import Sample, Usage, _Runtime
 from smcplan.llm.scoring import score_cached, score_naive
 from smcplan.llm.vocab import outlines_vocabulary
 
@@ -55,50 +63,6 @@ __all__ = ["LanguageModel", "Sample", "Prompt", "Usage"]
 Prompt = str | Sequence[dict[str, str]]
 
 _DEFAULT_TEXT_TOKENS = 64
-
-
-@dataclass
-class Sample:
-    """One generated output: parsed ``value``, raw ``text``, ``logq``/``logp`` (see module doc),
-    ``token_ids`` the generated tokens (end-of-sequence included when ``finished``).
-
-    ``finished`` is False when generation stopped at ``max_new_tokens`` before end-of-sequence
-    (only possible for unbounded output types; ``value`` is then the parse of the partial text,
-    or ``None`` if it does not parse).
-    """
-
-    value: Any
-    text: str
-    logq: float
-    logp: float
-    num_tokens: int
-    finished: bool
-    token_ids: list[int] = field(default_factory=list)
-
-
-@dataclass
-class Usage:
-    """Counters of what the model did (the evaluation records them per step).
-
-    ``prompt_tokens`` counts the tokens of each distinct prompt of a call once;
-    ``cached_tokens`` is the part of them whose key/value states came from the prefix cache, so
-    ``prompt_tokens - cached_tokens`` tokens were actually run (prefilled).
-    """
-
-    calls: int = 0
-    prompt_tokens: int = 0
-    generated_tokens: int = 0
-    scored_tokens: int = 0
-    cached_tokens: int = 0  # of prompt_tokens, served from the prefix cache (not run again)
-
-    def as_dict(self) -> dict[str, int]:
-        return dict(self.__dict__)
-
-
-@dataclass
-class _Runtime:
-    processors: dict[str, Any] = field(default_factory=dict)
-    vocabulary: Any = None
 
 
 class LanguageModel:
@@ -198,7 +162,12 @@ class LanguageModel:
             if rt.vocabulary is None:
                 # one vocabulary per model (building it walks the whole vocabulary once)
                 rt.vocabulary = outlines_vocabulary(self.tokenizer, self.eos_token_id)
-            index = Index(spec_regex(spec), rt.vocabulary)
+            try:
+                index = Index(spec_regex(spec), rt.vocabulary)
+            except Exception as exc:  # outlines_core reports bad patterns with its own types
+                raise InvalidArgumentError(
+                    f"output_type {spec.key[:80]!r} cannot be compiled to a token mask: {exc}"
+                ) from exc
             rt.processors[spec.key] = OutlinesCoreLogitsProcessor(index, "torch")
         proc = rt.processors[spec.key]
         proc.reset()
@@ -211,8 +180,8 @@ class LanguageModel:
     # ------------------------------------------------------------------ sampling
     @contextlib.contextmanager
     def _threading(self) -> Iterator[None]:
-        """Run with ``self.threads`` intra-op CPU threads (restored afterwards); ``None`` = unchanged.
-        (Tiny models: per-op thread synchronisation dominates; docs/llm.md "Threads".)"""
+        """Run with ``self.threads`` intra-op CPU threads (restored afterwards); ``None`` =
+        unchanged (tiny models: per-op thread synchronisation dominates; docs/llm.md)."""
         if self.threads is None:
             yield
             return
@@ -233,17 +202,29 @@ class LanguageModel:
         max_new_tokens: int | None = None,
         seed: int | None = None,
         assistant_prefix: str | Sequence[str] = "",
+        truncation: str | None = None,
     ) -> list[list[Sample]]:
         """Draw ``n`` samples for each prompt in one batch; returns ``[prompt][sample]``.
 
         ``temperature=0`` is greedy decoding (``logq`` is then the log-probability under the
         masked softmax at T = 1). ``max_new_tokens=None`` uses the output type's token bound
         (never truncates a valid answer) or 64 for unbounded types. Raises
-        :class:`GenerationError` when a bounded (JSON/choice) answer was truncated.
+        :class:`GenerationError` when a bounded (JSON/choice) answer was truncated, and
+        :class:`~smcplan.llm.inputs.ContextOverflowError` (before any forward pass) when a
+        prompt does not fit the model's context window, unless ``truncation="left"``
+        (:mod:`smcplan.llm.inputs`).
         """
         with self._threading(), torch.inference_mode():
             return self._sample(
-                prompts, output_type, n, temperature, top_p, max_new_tokens, seed, assistant_prefix
+                prompts,
+                output_type,
+                n,
+                temperature,
+                top_p,
+                max_new_tokens,
+                seed,
+                assistant_prefix,
+                truncation,
             )
 
     def _sample(
@@ -256,26 +237,30 @@ class LanguageModel:
         max_new_tokens: int | None = None,
         seed: int | None = None,
         assistant_prefix: str | Sequence[str] = "",
+        truncation: str | None = None,
     ) -> list[list[Sample]]:
-        if isinstance(prompts, str):
-            raise TypeError(
-                "prompts must be a list of prompts (one per particle), not a single string"
-            )
-        if n < 1:
-            raise ValueError(f"n must be >= 1; got {n}")
-        if temperature < 0 or not 0 < top_p <= 1:
-            raise ValueError(
-                f"need temperature >= 0 and 0 < top_p <= 1; got {temperature}, {top_p}"
-            )
+        prompts = check_prompts(prompts)
+        n, temperature, top_p, max_new_tokens, seed = check_sampling(
+            n, temperature, top_p, max_new_tokens, seed, len(prompts)
+        )
+        truncation = check_truncation(truncation)
         if not prompts:
             return []
         spec = output_spec(output_type)
         bound = spec.max_bytes + 1 if spec.max_bytes is not None else None
         limit = max_new_tokens if max_new_tokens is not None else (bound or _DEFAULT_TEXT_TOKENS)
         prefixes = _prefixes(assistant_prefix, len(prompts))
+        window = window_of(self.model)
+        # room after the prompt: one token (else refused), or the whole answer when truncating
+        need = 1 if truncation is None or window is None else min(limit, window - 1)
+        encoded = [
+            fit_prompt(self.encode_prompt(p, a), need, window, truncation, i, self.name)
+            for i, (p, a) in enumerate(zip(prompts, prefixes, strict=True))
+        ]
+        if window is not None:  # generation stops at the window (module doc of llm.inputs)
+            limit = min(limit, window - max(len(r) for r in encoded))
         # Each distinct prompt is prefilled once (from the prefix cache where it can); its KV
         # cache is then copied to its rows: one per occurrence in ``prompts``, times n samples.
-        encoded = [self.encode_prompt(p, a) for p, a in zip(prompts, prefixes, strict=True)]
         slot: dict[tuple[int, ...], int] = {}
         for r in encoded:
             slot.setdefault(tuple(r), len(slot))
@@ -352,7 +337,8 @@ class LanguageModel:
             text = self.tokenizer.decode(toks, skip_special_tokens=True)
             if spec.term is not None and spec.max_bytes is not None and not finished:
                 raise GenerationError(
-                    f"constrained output truncated at max_new_tokens={limit} (a valid answer may need "
+                    f"constrained output truncated at max_new_tokens={limit} (a valid answer may "
+                    "need "
                     f"{bound} tokens); partial text: {text[:200]!r}"
                 )
             try:
@@ -378,13 +364,22 @@ class LanguageModel:
         max_new_tokens: int | None = None,
         seed: int | None = None,
         assistant_prefix: str | Sequence[str] = "",
+        truncation: str | None = None,
     ) -> list[Any]:
         """Parsed outputs, one per prompt (``n == 1``) or a list of ``n`` per prompt (``n > 1``).
 
         Same arguments as :meth:`sample`, which also returns the log-densities.
         """
         out = self.sample(
-            prompts, output_type, n, temperature, top_p, max_new_tokens, seed, assistant_prefix
+            prompts,
+            output_type,
+            n,
+            temperature,
+            top_p,
+            max_new_tokens,
+            seed,
+            assistant_prefix,
+            truncation,
         )
         if n == 1:
             return [s[0].value for s in out]
@@ -399,6 +394,7 @@ class LanguageModel:
         assistant_prefix: str | Sequence[str] = "",
         reuse_cache: bool = True,
         max_batch_tokens: int = 8192,
+        truncation: str | None = None,
     ) -> np.ndarray:
         """``log p(continuations[i] | prompts[i])`` summed over tokens, shape ``(len(prompts),)``.
 
@@ -406,13 +402,25 @@ class LanguageModel:
         scores of a finite answer set comparable (otherwise "take coin" would collect the mass of
         "take coin from table" too). Prompts that are equal (after formatting) share one prompt
         pass (``reuse_cache=False`` runs the naive padded pass per row, for reference/benchmarks).
+        A row longer than the context window raises
+        :class:`~smcplan.llm.inputs.ContextOverflowError` before any forward pass, unless
+        ``truncation="left"`` (:mod:`smcplan.llm.inputs`).
         """
         if isinstance(prompts, str) or isinstance(continuations, str):
-            raise TypeError(
+            raise ArgumentTypeError(
                 "prompts and continuations must be lists (one entry per row), not strings"
             )
+        prompts = check_prompts(prompts)
+        if not isinstance(continuations, Sequence) or not all(
+            isinstance(c, str) for c in continuations
+        ):
+            raise ArgumentTypeError("continuations must be a list of str (one per row)")
+        max_batch_tokens = check_int(max_batch_tokens, "max_batch_tokens", minimum=1)
+        truncation = check_truncation(truncation)
         if len(prompts) != len(continuations):
-            raise ValueError(f"got {len(prompts)} prompts but {len(continuations)} continuations")
+            raise InvalidArgumentError(
+                f"got {len(prompts)} prompts but {len(continuations)} continuations"
+            )
         prefixes = _prefixes(assistant_prefix, len(prompts))
         if not prompts:
             return np.zeros(0)
@@ -424,6 +432,11 @@ class LanguageModel:
                 cache[key] = self.encode_prompt(p, a)
             p_ids.append(cache[key])
         c_ids = [self.encode_continuation(c, add_eos) for c in continuations]
+        window = window_of(self.model)
+        p_ids = [
+            fit_prompt(p, len(c), window, truncation, i, self.name)
+            for i, (p, c) in enumerate(zip(p_ids, c_ids, strict=True))
+        ]
         self.usage.calls += 1
         self.usage.prompt_tokens += sum(len(v) for v in cache.values())
         self.usage.scored_tokens += sum(len(c) for c in c_ids)
@@ -442,7 +455,7 @@ class LanguageModel:
 
 def _prefixes(assistant_prefix: str | Sequence[str], count: int) -> list[str]:
     """One assistant prefix per prompt (a single string is shared by all)."""
-    out = [assistant_prefix] * count if isinstance(assistant_prefix, str) else list(assistant_prefix)
+    out = [assistant_prefix] * count if isinstance(assistant_prefix, str) else [*assistant_prefix]
     if len(out) != count:
-        raise ValueError(f"got {len(out)} assistant prefixes for {count} prompts")
+        raise InvalidArgumentError(f"got {len(out)} assistant prefixes for {count} prompts")
     return out

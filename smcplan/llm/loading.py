@@ -45,6 +45,7 @@ def load_model(
     threads: int | None = None,
     prefix_cache: bool = True,
     prefix_cache_bytes: int | None = None,
+    **remote: Any,
 ):
     """Load a causal LM and its tokenizer as a :class:`~smcplan.llm.lm.LanguageModel`.
 
@@ -61,7 +62,31 @@ def load_model(
     ``prefix_cache``: keep the key/value states of prompts across calls and reuse the longest
     stored prefix of each new prompt (:mod:`smcplan.llm.prefix_cache`; ``False`` turns it off);
     ``prefix_cache_bytes`` bounds it (default 1 GiB, least recently used prefixes evicted).
+
+    ``"openai:<base_url>#<model>"`` (e.g. ``"openai:http://127.0.0.1:8000/v1#smollm2-135m"``)
+    connects to a serving engine instead (vLLM, SGLang, llama.cpp server) and returns a
+    :class:`~smcplan.llm.remote.RemoteLanguageModel`; ``remote`` keywords (``engine``,
+    ``tokenizer``, ``timeout``, ``retries``, ``api_key``) go to it. Quantisation, device and
+    dtype are then the server's business and must be left unset (the engine keeps its own
+    prefix cache; ``prefix_cache``/``prefix_cache_bytes`` apply to local models only).
     """
+    if isinstance(name_or_path, str) and name_or_path.startswith("openai:"):
+        from smcplan.llm.remote import RemoteLanguageModel, parse_remote
+
+        local = {"quantization": quantization, "device": device, "dtype": dtype, "threads": threads}
+        given = sorted(k for k, v in local.items() if v is not None)
+        if given:
+            raise ValueError(
+                f"{given} cannot be set for the remote model {name_or_path!r}: the serving "
+                "engine decides them; leave them unset"
+            )
+        spec = parse_remote(name_or_path)
+        return RemoteLanguageModel(spec.base_url, spec.model, seed=seed, **remote)
+    if remote:
+        raise TypeError(
+            f"load_model got unexpected keyword(s) {sorted(remote)}; they apply only to remote "
+            "models ('openai:<base_url>#<model>')"
+        )
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 

@@ -12,7 +12,7 @@ __all__ = ["top_p_filter"]
 
 
 def top_p_filter(scores: torch.Tensor, top_p: float) -> torch.Tensor:
-    """Keep the smallest set of tokens whose probability mass reaches ``top_p`` (Holtzman et al. 2020)."""
+    """Keep the smallest set of tokens whose probability mass reaches ``top_p``."""
     sorted_scores, order = torch.sort(scores, descending=True, dim=-1)
     probs = torch.softmax(sorted_scores, dim=-1)
     before = probs.cumsum(-1) - probs  # mass strictly before each token

@@ -85,7 +85,8 @@ def _lcp(a: Sequence[int], b: Sequence[int]) -> int:
 def _shared_prefixes(
     rows: Sequence[Sequence[int]], hits: Sequence[int], share_min: int
 ) -> list[list[int]]:
-    """Distinct prefixes shared by >= 2 rows, ``share_min`` or more tokens beyond their cached part."""
+    """Distinct prefixes shared by >= 2 rows, ``share_min`` or more tokens beyond their cached
+    part."""
     order = sorted(range(len(rows)), key=lambda i: list(rows[i]))
     best = [0] * len(rows)
     for a, b in zip(order, order[1:], strict=False):
@@ -108,7 +109,9 @@ def prefill(
     """Run the prompts ``rows`` (token ids, each non-empty) as one batch (module docstring)."""
     for i, r in enumerate(rows):
         if not r:
-            raise ValueError(f"prompt {i} tokenizes to no tokens; a prompt needs at least one token")
+            raise ValueError(
+                f"prompt {i} tokenizes to no tokens; a prompt needs at least one token"
+            )
     run = 0
     if prefix_cache is not None and len(rows) > 1 and share_min > 0:
         first = [prefix_cache.match(r, len(r) - 1)[0] for r in rows]
@@ -154,7 +157,10 @@ def _forward(
     if C > 0:
         node = paths[hits.index(C)][0][0]
         layers = [
-            (k.new_zeros((B, k.shape[0], C, k.shape[2])), v.new_zeros((B, v.shape[0], C, v.shape[2])))
+            (
+                k.new_zeros((B, k.shape[0], C, k.shape[2])),
+                v.new_zeros((B, v.shape[0], C, v.shape[2])),
+            )
             for k, v in node.kv
         ]
         for i, path in enumerate(paths):

@@ -116,8 +116,11 @@ class PrefixCache:
             node = child
         return path
 
-    def match(self, ids: Sequence[int], limit: int | None = None) -> tuple[int, list[tuple[_Node, int]]]:
-        """Length ``h`` of the longest stored prefix of ``ids[:limit]`` and its path (marked used)."""
+    def match(
+        self, ids: Sequence[int], limit: int | None = None
+    ) -> tuple[int, list[tuple[_Node, int]]]:
+        """Length ``h`` of the longest stored prefix of ``ids[:limit]`` and its path (marked
+        used)."""
         limit = len(ids) if limit is None else min(limit, len(ids))
         path = self._walk(ids, limit)
         tick = next(self._clock)

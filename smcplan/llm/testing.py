@@ -41,7 +41,8 @@ TINY_CONFIG = dict(
 _SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 _CHAT_TEMPLATE = (
     "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + "
-    "'<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+    "'<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' "
+    "}}{% endif %}"
 )
 _WORDS = (
     "you are in the kitchen living room bedroom bathroom hallway garden. there is a coin key apple "

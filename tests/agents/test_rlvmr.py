@@ -125,7 +125,11 @@ def test_first_step_reflection_follows_the_released_code_when_asked():
 
 
 def test_monitor_is_never_rewarded_and_malformed_steps_only_pay_the_penalty():
-    traj = [S("monitor", "a"), S("monitor", "b", valid=False), S("planning", "c", well_formed=False)]
+    traj = [
+        S("monitor", "a"),
+        S("monitor", "b", valid=False),
+        S("planning", "c", well_formed=False),
+    ]
     rs = trajectory_rewards(traj, success=True)
     assert [(r.meta, r.format) for r in rs] == [(0.0, 0.0), (0.0, 0.0), (0.0, -0.1)]
 
@@ -159,7 +163,9 @@ def test_rewards_of_a_step_do_not_depend_on_later_steps():
 
 
 def test_bad_inputs_name_the_valid_values():
-    with pytest.raises(ValueError, match="unknown meta-reasoning tag 'plan'; known: planning, explore"):
+    with pytest.raises(
+        ValueError, match="unknown meta-reasoning tag 'plan'; known: planning, explore"
+    ):
         S("plan", "a")
     with pytest.raises(IndexError, match="step 3 out of range for a trajectory of 1 steps"):
         step_reward([S("monitor", "a")], 3)
@@ -318,7 +324,7 @@ def test_rlvmr_plays_textworld_express_coin_with_admissible_actions_and_consiste
 
 
 def test_explore_guidance_breaks_a_repetition_loop(tiny_lm, household_env):
-    """Only <explore> allowed: with the default beta = inf, or beta = 100 >> any log-prob gap
+    """Only <explore> allowed: with the guide's beta = inf, or beta = 100 >> any log-prob gap
     among the 13 actions of the random model, every step takes an action not taken before
     while one is left; beta = 0 (the paper's plain inference) repeats the model's favourite."""
     for beta in (float("inf"), 100.0):
@@ -334,10 +340,11 @@ def test_explore_guidance_breaks_a_repetition_loop(tiny_lm, household_env):
 
 
 def test_tag_guidance_makes_the_agent_explore_while_something_is_new(tiny_lm, household_env):
-    """Default (beta_g = inf): explore can earn 1 while an admissible action is untried, the other
-    tags 0 (first step: nothing failed yet; no invalid action in this domain), so every step
-    explores, with a new action each time. beta_g = 0 at temperature 0: the model's best tag."""
-    agent = RLVMRAgent(tiny_lm, seed=0)
+    """The guide (beta_g = beta_a = inf, as in rlvmr+guide): explore can earn 1 while an
+    admissible action is untried, the other tags 0 (first step: nothing failed yet; no invalid
+    action in this domain), so every step explores, with a new action each time. beta_g = 0 at
+    temperature 0: the model's best tag."""
+    agent = RLVMRAgent(tiny_lm, seed=0, guidance=math.inf, tag_guidance=math.inf)
     played = play(agent, household_env, tiny_lm, seed=0, max_steps=4)
     assert [p.step.tag for p in played] == ["explore"] * len(played)
     assert len({p.step.action for p in played}) == len(played)
@@ -352,8 +359,19 @@ def test_tag_guidance_makes_the_agent_explore_while_something_is_new(tiny_lm, ho
         assert not meta["tag_guided"]
 
 
+def test_rlvmr_infers_without_its_rewards_by_default_and_rlvmr_guide_uses_them(tiny_lm):
+    plain = make("rlvmr", lm=tiny_lm)
+    assert (plain.guidance, plain.tag_guidance) == (0.0, 0.0)
+    guide = make("rlvmr+guide", lm=tiny_lm)
+    assert guide.name == "rlvmr+guide" and guide.guidance == guide.tag_guidance == math.inf
+    assert make("rlvmr", lm=tiny_lm, guidance="Infinity").guidance == math.inf  # CLI JSON text
+    with pytest.raises(ValueError, match="action_mode='free' writes the action; use guidance=0"):
+        make("rlvmr+guide", lm=tiny_lm, action_mode="free")
+    assert make("rlvmr+guide", lm=tiny_lm, action_mode="free", guidance=0).tag_guidance == math.inf
+
+
 def test_reflection_guidance_changes_the_action_after_an_invalid_one(tiny_lm, household_env):
-    agent = RLVMRAgent(tiny_lm, seed=0, tags=("reflection",))
+    agent = RLVMRAgent(tiny_lm, seed=0, tags=("reflection",), guidance=math.inf)
     obs, info = household_env.reset(0)
     admissible = info["admissible_actions"]
     agent.reset(household_env.task, obs, admissible)

@@ -13,15 +13,20 @@ from smcplan.eval.metrics import (
     bootstrap_ratio_ci,
     episode_stats,
     group_metrics,
+    repeated_pair_flags,
     repetitive_flags,
+    upgrade_stats,
     wilson_interval,
 )
 
 
-def step(action, feedback, *, invalid=False, trial=0, meta=None, agent_s=0.5, env_s=0.25):
+def step(
+    action, feedback, *, invalid=False, trial=0, meta=None, agent_s=0.5, env_s=0.25, score=0.0
+):
     return {
         "action": action,
         "feedback": feedback,
+        "score": score,
         "invalid": invalid,
         "trial": trial,
         "meta": meta or {},
@@ -97,7 +102,7 @@ def test_bootstrap_ratio_ci_brackets_the_pooled_ratio():
 # --- repetitive actions ------------------------------------------------------------------------
 
 
-def test_repetitive_flags_need_same_action_and_same_observation_within_a_trial():
+def test_repeated_pair_flags_need_same_action_and_same_observation_within_a_trial():
     steps = [
         step("look around", "Kitchen. A door to the north."),  # 0 new
         step("Look  Around", "Kitchen. A door to the north."),  # 1 same action+obs as 0 -> rep
@@ -108,7 +113,48 @@ def test_repetitive_flags_need_same_action_and_same_observation_within_a_trial()
         step("look around", "Kitchen. A door to the north.", trial=1),  # 6 new trial -> not rep
         step("look around", " Kitchen. A door to the north. ", trial=1),  # 7 stripped equal -> rep
     ]
-    assert repetitive_flags(steps) == [False, True, False, False, True, False, False, True]
+    assert repeated_pair_flags(steps) == [False, True, False, False, True, False, False, True]
+    # the paper's definition only looks one step back: 4 repeats step 2, not step 3
+    assert repetitive_flags(steps) == [False, True, False, False, False, False, False, True]
+
+
+def test_repetitive_flags_follow_rlvmr_same_action_as_previous_step_and_no_state_change():
+    steps = [
+        step("look around", "Kitchen."),  # 0 first step -> not rep
+        step("look around", "Kitchen."),  # 1 same action, same obs, same score -> rep
+        step("look around", "Kitchen."),  # 2 again -> rep
+        step("take coin", "You take the coin.", score=0.5),  # 3 new action
+        step("take coin", "You take the coin.", score=1.0),  # 4 same action+obs, score up -> no
+        step("take coin", "You take the coin.", score=1.0),  # 5 same everything -> rep
+        step("take coin", "You already have that.", score=1.0),  # 6 obs changed -> no
+        step("open door", "Opened."),  # 7 new
+        step("close door", "Closed."),  # 8 new
+        step("open door", "Opened."),  # 9 a loop, but not the previous action -> no
+        step("open door", "Opened.", trial=1),  # 10 first step of trial 1 -> no
+        step(" Open  Door ", " Opened. ", trial=1),  # 11 normalised equal -> rep
+    ]
+    flags = repetitive_flags(steps)
+    assert flags == [False, True, True, False, False, True, False, False, False, False, False, True]
+    # the other measure counts the loop (9) and the repeated pairs (1, 2, 4, 5, 11)
+    assert repeated_pair_flags(steps) == [
+        False, True, True, False, True, True, False, False, False, True, False, True
+    ]
+    s = episode_stats(steps, env="e", won=False, score=0.0)
+    assert (s.repetitive_steps, s.repeated_pair_steps) == (4, 6)
+    m = aggregate([s], num_resamples=50)
+    assert m.repetitive_rate.value == pytest.approx(4 / 12)
+    assert m.repeated_pair_rate.value == pytest.approx(6 / 12)
+
+
+def test_old_summaries_read_their_repetition_count_as_the_repeated_pair_count():
+    old = {"env": "e", "status": "ok", "won": False, "score": 0.0, "steps": 3, "total_steps": 3,
+           "invalid_steps": 0, "repetitive_steps": 2, "rejections": 0, "slow_thinking_calls": 0,
+           "llm_calls": 0.0, "llm_tokens": 0.0, "wall_s": 0.0}
+    log = [step("look", "room"), step("look", "room"), step("look", "room")]
+    new = upgrade_stats(old, log)
+    assert (new["repeated_pair_steps"], new["repetitive_steps"]) == (2, 2)
+    assert EpisodeStats.from_dict(old).repeated_pair_steps == 2
+    assert upgrade_stats(new) == new
 
 
 # --- one episode -------------------------------------------------------------------------------
@@ -125,7 +171,7 @@ def test_episode_stats_counts_on_a_hand_made_log():
     s = episode_stats(steps, env="twx:coin", won=True, score=1.0)
     assert s.steps == 5 and s.total_steps == 5
     assert s.invalid_steps == 1
-    assert s.repetitive_steps == 1
+    assert s.repetitive_steps == 1 and s.repeated_pair_steps == 1
     assert s.rejections == 2 + 3
     assert s.slow_thinking_calls == 1
     assert s.llm_calls == 3 and s.llm_tokens == 45
@@ -153,6 +199,7 @@ def ep(
     steps,
     invalid=0,
     rep=0,
+    pair=0,
     rej=0,
     slow=0,
     calls=0.0,
@@ -170,6 +217,7 @@ def ep(
         total_steps=steps,
         invalid_steps=invalid,
         repetitive_steps=rep,
+        repeated_pair_steps=pair,
         rejections=rej,
         slow_thinking_calls=slow,
         llm_calls=calls,
@@ -180,10 +228,12 @@ def ep(
 
 def test_aggregate_equals_hand_computed_metrics():
     eps = [
-        ep(True, 1.0, 4, invalid=0, rep=0, rej=1, slow=0, calls=8, tokens=400, wall=2.0),
-        ep(True, 1.0, 8, invalid=2, rep=1, rej=3, slow=1, calls=16, tokens=800, wall=4.0),
-        ep(False, 0.5, 10, invalid=1, rep=4, rej=0, slow=2, calls=20, tokens=1000, wall=6.0),
-        ep(False, 0.0, 10, invalid=0, rep=5, rej=0, slow=0, calls=20, tokens=1000, wall=8.0),
+        ep(True, 1.0, 4, invalid=0, rep=0, pair=1, rej=1, slow=0, calls=8, tokens=400, wall=2.0),
+        ep(True, 1.0, 8, invalid=2, rep=1, pair=2, rej=3, slow=1, calls=16, tokens=800, wall=4.0),
+        ep(False, 0.5, 10, invalid=1, rep=4, pair=5, rej=0, slow=2, calls=20, tokens=1000,
+           wall=6.0),
+        ep(False, 0.0, 10, invalid=0, rep=5, pair=6, rej=0, slow=0, calls=20, tokens=1000,
+           wall=8.0),
         ep(False, 0.0, 3, invalid=3, status="error"),  # excluded everywhere
     ]
     m = aggregate(eps, seed=0)
@@ -200,6 +250,7 @@ def test_aggregate_equals_hand_computed_metrics():
     # per-step rates pooled over 32 steps
     assert m.invalid_rate.value == pytest.approx(3 / 32)
     assert m.repetitive_rate.value == pytest.approx(10 / 32)
+    assert m.repeated_pair_rate.value == pytest.approx(14 / 32)
     assert m.rejections_per_episode.value == pytest.approx(1.0)
     assert m.slow_thinking_per_episode.value == pytest.approx(0.75)
     assert m.llm_calls_per_step.value == pytest.approx(64 / 32)

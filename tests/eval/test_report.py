@@ -19,7 +19,7 @@ PLAN = {
 }
 
 
-def write_run(root, agent, episodes, model=None):
+def write_run(root, agent, episodes, model=None, agent_config=None):
     """A run directory in the harness's format; ``episodes``: (env, won, [(action, feedback,
     invalid, meta)])."""
     paths = RunPaths(root)
@@ -30,7 +30,7 @@ def write_run(root, agent, episodes, model=None):
         "seed": 0,
         "max_steps": 20,
         "trials": 1,
-        "agent_config": {},
+        "agent_config": agent_config or {},
     }
     atomic_write_json(paths.config, {"schema": CONFIG_SCHEMA, "identity": identity, "config": {}})
     for i, (env, won, steps) in enumerate(episodes):
@@ -160,7 +160,8 @@ def test_viewer_is_self_contained_and_escapes_logged_text(two_runs, tmp_path):
     html = (out / "viewer.html").read_text()
     assert html.count("</script>") == 2  # only the two real closing tags
     assert "http://" not in html and "https://" not in html
-    assert "open door" in html and "kg_added" in html and "action_mass" in html
+    # the plan step's KG fact (logged as a list) and its first-action marginal are embedded
+    assert "open door" in html and '"(door, is, open)"' in html and '"mass":[[' in html
 
 
 def test_labels_disambiguate_runs_of_the_same_agent(two_runs, tmp_path):
@@ -169,6 +170,24 @@ def test_labels_disambiguate_runs_of_the_same_agent(two_runs, tmp_path):
     write_run(c, "random", [("twx:coin", False, [("look", "room", False, {})])])
     md = write_report([a, c], tmp_path / "rep", plots=False, viewer=False)["markdown"]
     assert "| random [A] |" in md and "| random [C] |" in md
+
+
+def test_labels_say_free_actions_and_a_guided_rlvmr(tmp_path):
+    look = [("twx:coin", False, [("look", "room", False, {})])]
+    runs = {
+        "P": ("rlvmr", {}),
+        "F": ("rlvmr", {"action_mode": "free"}),
+        "G": ("rlvmr", {"guidance": float("inf")}),
+        "H": ("rlvmr+guide", {}),
+        "R": ("react", {"action_mode": "free", "guidance": 1}),
+    }
+    for name, (agent, cfg) in runs.items():
+        write_run(tmp_path / name, agent, look, agent_config=cfg)
+    md = write_report([tmp_path / n for n in runs], tmp_path / "rep", plots=False,
+                      viewer=False)["markdown"]
+    for label in ("rlvmr", "rlvmr {free}", "rlvmr {guided}", "rlvmr+guide", "react {free}"):
+        assert f"| {label} |" in md
+    assert "repeat (a,o)/step %" in md and "repetitive/step %" in md
 
 
 def test_cli_report_on_two_runs(two_runs, tmp_path, capsys):

@@ -255,7 +255,9 @@ def test_smollm2_cached_and_uncached_agree(smol):
 
 
 @pytest.mark.parametrize("attention", ["sdpa", "eager", "rows"])
-def test_packed_continuations_equal_one_row_per_continuation_and_the_naive_pass(attention, monkeypatch):
+def test_packed_continuations_equal_one_row_per_continuation_and_the_naive_pass(
+    attention, monkeypatch
+):
     """Scoring packs all continuations of a prompt into one row under a 4-D mask (SDPA's boolean
     or eager's additive form); ``rows`` is the fallback (one cache copy per continuation). All
     equal the naive pass over prompt + continuation, also with a chunk bound that splits the

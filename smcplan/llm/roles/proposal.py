@@ -13,6 +13,11 @@ one :meth:`~smcplan.llm.lm.LanguageModel.logprob` call, which runs each distinct
 reuses its KV cache for all its actions. Ending each answer with EOS makes prefixes ("take coin"
 vs "take coin from table") compete fairly.
 
+With ``free=True`` the action is instead *written* after the same prefix, constrained only by
+the benchmark's command verbs (:func:`smcplan.llm.roles.free_action.generate_actions`), so it
+may be inadmissible; ``logq`` is then the constrained sampler's log-probability of the text,
+``logp`` the model's, and ``log_probs`` is empty.
+
 With ``think=True`` a thought is first sampled for every particle in one batched call, constrained
 by the role's ``thought_regex`` and cut at ``thought_max_new_tokens`` (``role.json``); its
 log-probability is reported as ``thought_logq`` (q of the thought, an auxiliary variable of the
@@ -36,9 +41,10 @@ __all__ = ["ActionProposal", "Proposal", "RLAWActor", "ActorOutput", "choose"]
 
 @dataclass
 class Proposal:
-    """A proposed action: ``action`` ∈ admissible, ``logq`` its proposal log-probability,
-    ``logp`` its model log-probability normalised over the admissible set, ``thought`` (may be
-    empty), ``thought_logq`` (0 without thinking) and ``log_probs``: log softmax(s) per action."""
+    """A proposed action: ``action`` ∈ admissible (any written text with ``free=True``),
+    ``logq`` its proposal log-probability, ``logp`` its model log-probability normalised over the
+    admissible set (free: of the written text), ``thought`` (may be empty), ``thought_logq`` (0
+    without thinking) and ``log_probs``: log softmax(s) per action (free: empty)."""
 
     action: str
     logq: float
@@ -67,7 +73,8 @@ def choose(
     for i, acts in enumerate(admissible):
         if isinstance(acts, str) or len(acts) == 0:
             raise ValueError(
-                f"particle {i}: admissible actions must be a non-empty list of strings; got {acts!r}"
+                f"particle {i}: admissible actions must be a non-empty list of strings; got "
+                f"{acts!r}"
             )
     rows_p, rows_a, rows_c = [], [], []
     for p, a, acts in zip(prompts, prefixes, admissible, strict=True):
@@ -114,7 +121,9 @@ class ActionProposal(Role):
     """``proposal(tasks, triplets, observations, admissible) -> [Proposal per particle]``.
 
     ``temperature`` tempers the choice over the admissible set (1 = the model's own
-    distribution, 0 = greedy); ``think`` samples a one-sentence thought first.
+    distribution, 0 = greedy); ``think`` samples a one-sentence thought first. ``free`` writes
+    the action instead (module docstring) within ``action_tokens`` tokens, under the command
+    verbs passed to the call as ``verbs`` (``None``: any one-line text).
     """
 
     asset_name = "proposal"
@@ -125,12 +134,16 @@ class ActionProposal(Role):
         temperature: float = 1.0,
         think: bool = False,
         thought_temperature: float = 1.0,
+        free: bool = False,
+        action_tokens: int = 24,
         **kwargs,
     ) -> None:
         super().__init__(lm, **kwargs)
         self.temperature = temperature
         self.think = think
         self.thought_temperature = thought_temperature
+        self.free = bool(free)
+        self.action_tokens = int(action_tokens)
 
     def __call__(
         self,
@@ -139,6 +152,7 @@ class ActionProposal(Role):
         observations: Sequence[str],
         admissible: Sequence[Sequence[str]],
         seed: int | None = None,
+        verbs: Sequence[str] | None = None,
     ) -> list[Proposal]:
         size = check_lengths(
             "ActionProposal",
@@ -167,6 +181,18 @@ class ActionProposal(Role):
                 self.lm, self.assets, prompts, first, self.thought_temperature, seed
             )
         prefixes = [self.assets.prefix(think=self.think, thought=z) for z in thoughts]
+        if self.free:
+            from smcplan.llm.roles.free_action import generate_actions
+
+            written = generate_actions(
+                self.lm, prompts, prefixes, verbs,
+                suffix=self.assets.settings.get("action_suffix", ""),
+                temperature=self.temperature, max_new_tokens=self.action_tokens, seed=seed + 1,
+            )
+            return [
+                Proposal(w.text, w.logq, w.logp, z, zq, [])
+                for w, z, zq in zip(written, thoughts, thought_logq, strict=True)
+            ]
         picks = choose(
             self.lm,
             prompts,
