@@ -22,6 +22,8 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
+from smcplan.errors import SmcplanError
+
 __all__ = ["main", "build_parser", "parse_seeds", "parse_kv", "SeedRanges"]
 
 _RANGE = re.compile(r"(\d+)\s*-\s*(\d+)")
@@ -419,7 +421,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return code
-    except (ValueError, FileNotFoundError, ImportError) as exc:
+    except (SmcplanError, ValueError, FileNotFoundError, ImportError) as exc:
         if os.environ.get("SMCPLAN_DEBUG"):
             raise
         print(f"smcplan {args.command}: error: {exc}", file=sys.stderr)

@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from smcplan.cli import main
+from smcplan.eval.records import RunPaths
 
 ENVS = ["toy:tiger"] * 5 + ["toy:tigr", "", "twx:con", "nonsense", "toy:tiger,toy:tiger"]
 AGENTS = ["random"] * 4 + ["rnd", "", "react"]
@@ -132,6 +133,28 @@ def test_usage_errors_exit_2_with_one_line_and_write_nothing(tmp_path, capsys, a
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and message in err
     assert not out.exists()
+
+
+def test_a_bad_option_value_is_a_usage_error_not_an_error_episode(tmp_path, capsys):
+    out = tmp_path / "run"
+    rc = main(
+        [
+            "eval",
+            "--env",
+            "toy:tiger",
+            "--agent",
+            "random",
+            "--seeds",
+            "0",
+            "--out",
+            str(out),
+            "--agent-arg",
+            "seed=1.5",
+        ]
+    )
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "seed must be an integer; got 1.5" in err
+    assert not RunPaths(out).summaries()  # found when the agent is built: no episode recorded
 
 
 def test_out_that_is_a_file_and_report_resamples_0(tmp_path, capsys):

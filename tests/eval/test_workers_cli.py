@@ -10,10 +10,9 @@ from smcplan.eval import EvalConfig, run_eval
 
 @pytest.mark.parametrize("bad", ["0", "-3", "two"])
 def test_workers_must_be_a_positive_integer_usage_error(bad, capsys, tmp_path):
-    with pytest.raises(SystemExit) as info:
-        main(["eval", "--env", "toy:tiger", "--agent", "random", "--workers", bad,
-              "--out", str(tmp_path / "run")])  # fmt: skip
-    assert info.value.code == 2
+    code = main(["eval", "--env", "toy:tiger", "--agent", "random", "--workers", bad,
+                 "--out", str(tmp_path / "run")])  # fmt: skip
+    assert code == 2
     assert "--workers: must be a positive integer" in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
 
