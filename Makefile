@@ -5,12 +5,17 @@ PY      ?= python3.11
 VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.setup-stamp
+SCALE_STAMP := $(VENV)/.scale-stamp
+# llama-cpp-python ships as an sdist: a CPU-only, portable (AVX2) build of llama.cpp, ~15-30 min
+# on 2 cores the first time; pip's wheel cache makes every later install a copy.
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
+	-DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF
 export TORCH_COMPILE_DISABLE := 1
 export TOKENIZERS_PARALLELISM := false
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: setup demo demo-lm test lint bench bench-full clean
+.PHONY: setup setup-scale demo demo-lm test lint bench bench-full clean
 
 setup: $(STAMP)
 
@@ -23,6 +28,15 @@ $(STAMP): pyproject.toml requirements/constraints.txt
 	$(BIN)/python -m pip install -q -c requirements/constraints.txt -e ".[all]"
 	$(BIN)/python -m pip install -q --no-deps -c requirements/constraints.txt -r requirements/no-deps.txt
 	touch $(STAMP)
+
+# The scale-out extra (docs/scale.md): Ray and llama-cpp-python's server.  Without it the Ray
+# and llama.cpp-server tests are skipped with a reason; CI installs it (.ci/run).
+setup-scale: $(SCALE_STAMP)
+
+$(SCALE_STAMP): $(STAMP)
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=2 \
+		$(BIN)/python -m pip install -q -c requirements/constraints.txt -e ".[scale]"
+	touch $(SCALE_STAMP)
 
 # The main job: NeSyFS's slow thinker on a real TextWorldExpress game (coin, dev seed 10000), planning
 # every step with the simulator world model -- each of 8 particles steps its own clone of the game

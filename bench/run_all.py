@@ -33,6 +33,10 @@ QUICK: dict[str, list[str]] = {
     "llm_roles": ["--batches", "1", "8", "--precisions", "fp32", "--skip-load"],
     "shared_prefill": ["--quick"],
     "llm_cuda": [],  # writes a "skipped" record when no CUDA device is visible
+    "viewer_size": ["--episodes", "5", "--max-steps", "20"],
+    # need smcplan[scale] (Ray; llama-cpp-python's server)
+    "ray_workers": ["--episodes", "2", "--max-steps", "3", "--model", "tiny"],
+    "remote_step": ["--steps", "1"],
 }
 
 

@@ -9,6 +9,7 @@ import random
 from typing import Any
 
 from smcplan.agents.base import Step
+from smcplan.errors import check_int
 
 
 class RandomAgent:
@@ -16,7 +17,8 @@ class RandomAgent:
 
     name = "random"
 
-    def __init__(self, seed: int = 0, **_: Any) -> None:
+    def __init__(self, seed: int = 0) -> None:
+        seed = check_int(seed, "seed")
         self._seed = seed
         self._rng = random.Random(seed)
 

@@ -33,10 +33,12 @@ from smcplan.envs.base import (
 from smcplan.envs.scienceworld import TASK_IDS as _SCIENCEWORLD_IDS
 from smcplan.envs.scienceworld import TASKS as SCIENCEWORLD_TASKS
 from smcplan.envs.textworld_express import GAMES as TWX_GAMES
+from smcplan.errors import ArgumentTypeError, UnknownNameError, check_options, keyword_names
 
 __all__ = [
     "make",
     "env_names",
+    "env_options",
     "TextEnv",
     "StepResult",
     "BaseTextEnv",
@@ -64,10 +66,56 @@ def env_names() -> list[str]:
     )
 
 
-def _unknown_env(name: str) -> ValueError:
+def _unknown_env(name: str) -> UnknownNameError:
     close = difflib.get_close_matches(name, env_names(), n=3, cutoff=0.6)
     hint = f" (did you mean {', '.join(close)}?)" if close else ""
-    return ValueError(f"unknown env {name!r}{hint}; known: {', '.join(env_names())}")
+    return UnknownNameError(f"unknown env {name!r}{hint}; known: {', '.join(env_names())}")
+
+
+def _adapter(name: str) -> tuple[Any, tuple[Any, ...]]:
+    """The constructor behind ``name`` and the positional arguments the registry gives it."""
+    if not isinstance(name, str):
+        raise ArgumentTypeError(
+            f"env name must be a str, got {type(name).__name__}; see smcplan.envs.env_names()"
+        )
+    family, _, item = name.partition(":")
+    if family == "twx" and item in TWX_GAMES:
+        from smcplan.envs.textworld_express import TextWorldExpressEnv
+
+        return TextWorldExpressEnv, (item,)
+    if family == "scienceworld" and (item in SCIENCEWORLD_TASKS or item in _SCIENCEWORLD_IDS):
+        from smcplan.envs.scienceworld import ScienceWorldEnv
+
+        return ScienceWorldEnv, (item,)
+    if family == "alfworld" and item in ALFWORLD_TASK_TYPES:
+        from smcplan.envs.alfworld import make as make_alfworld
+
+        return make_alfworld, (item,)
+    if name == "webshop":
+        from smcplan.envs.webshop import WebShopEnv
+
+        return WebShopEnv, ()
+    if family == "toy" and item in TOY_DOMAINS:
+        from smcplan.envs.toy import make_toy
+
+        return make_toy, (item,)
+    raise _unknown_env(name)
+
+
+def env_options(name: str) -> list[str]:
+    """The keyword arguments ``make(name, ...)`` accepts (sorted), e.g. for ``--env-arg``."""
+    family = name.partition(":")[0] if isinstance(name, str) else ""
+    factory, _ = _adapter(name)
+    if family == "alfworld":
+        return ["cache_dir", "layout", "max_steps", "seed", "split"]
+    if family == "toy":
+        from smcplan.envs.toy import ToyPOMDPEnv
+        from smcplan.pomdp import domains
+
+        own = keyword_names(ToyPOMDPEnv) or frozenset()
+        domain = keyword_names(getattr(domains, name.partition(":")[2])) or frozenset()
+        return sorted((own | domain) - {"domain"})
+    return sorted((keyword_names(factory) or frozenset()) - {"task", "game"})
 
 
 def make(name: str, **kwargs: Any) -> TextEnv:
@@ -75,31 +123,10 @@ def make(name: str, **kwargs: Any) -> TextEnv:
 
     Examples: ``make("twx:coin", split="test")``, ``make("scienceworld:boil")``,
     ``make("alfworld:pick_and_place")``, ``make("webshop")``, ``make("toy:household")``.
-    Unknown names raise ``ValueError`` listing the known ones; a missing benchmark package
-    raises ``MissingBenchmark``.
+    Unknown names raise :class:`~smcplan.errors.UnknownNameError` (a ``ValueError``) listing the
+    known ones, unknown keyword arguments one listing :func:`env_options`; a missing benchmark
+    package raises ``MissingBenchmark``.
     """
-    if not isinstance(name, str):
-        raise TypeError(f"env name must be a str, got {type(name).__name__}")
-    family, _, item = name.partition(":")
-    if family == "twx" and item in TWX_GAMES:
-        from smcplan.envs.textworld_express import TextWorldExpressEnv
-
-        return TextWorldExpressEnv(item, **kwargs)
-    if family == "scienceworld" and (item in SCIENCEWORLD_TASKS or item in _SCIENCEWORLD_IDS):
-        from smcplan.envs.scienceworld import ScienceWorldEnv
-
-        return ScienceWorldEnv(item, **kwargs)
-    if family == "alfworld" and item in ALFWORLD_TASK_TYPES:
-        from smcplan.envs.alfworld import make as make_alfworld
-
-        return make_alfworld(item, **kwargs)
-    if name == "webshop":
-        from smcplan.envs.webshop import WebShopEnv
-
-        return WebShopEnv(**kwargs)
-    if family == "toy" and item in TOY_DOMAINS:
-        from smcplan.envs.toy import make_toy
-
-        return make_toy(item, **kwargs)
-    raise _unknown_env(name)
-
+    factory, args = _adapter(name)
+    check_options(f"env {name!r}", kwargs, env_options(name))
+    return factory(*args, **kwargs)

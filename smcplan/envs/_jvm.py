@@ -19,7 +19,7 @@ Several adapter instances may share one JVM (a clone creates a second simulator 
 same JVM rather than a second 0.3-0.5 GB process); handles are reference-counted.
 
 Imports py4j lazily (it comes with the benchmark packages); nothing from other smcplan layers
-except ``smcplan.envs.base``.
+except ``smcplan.envs.base`` and ``smcplan.interrupts``.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from smcplan.envs.base import BackendTimeout, EnvError, MissingBenchmark
+from smcplan.interrupts import shielded
 
 __all__ = ["JavaProcess", "JvmBacked", "Supervised", "spawned_pids", "live_pids",
            "BackendFailure", "classify_failure"]
@@ -153,9 +154,14 @@ class JavaProcess:
         command = [java, "-classpath", classpath, *java_opts, "py4j.GatewayServer",
                    "--die-on-broken-pipe", "0"]
         try:
+            # own session: Ctrl-C reaches Python only (smcplan.interrupts), not the JVM mid-call
             proc = subprocess.Popen(
-                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL, cwd=cwd,
+                command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                cwd=cwd,
+                start_new_session=True,
             )
         except FileNotFoundError as exc:
             raise EnvError(f"cannot start java ({java!r}); Java 17 is required") from exc
@@ -245,11 +251,9 @@ class JavaProcess:
 
 def _drain(stream: Any) -> None:
     """Read the JVM's stdout to EOF so that it never blocks on a full pipe."""
-    try:
+    with contextlib.suppress(Exception):
         while stream.read(4096):
             pass
-    except Exception:
-        pass
 
 
 @atexit.register
@@ -325,7 +329,8 @@ class Supervised:
     def call(self, op: Callable[[], T], what: str) -> T:
         began = time.monotonic()
         try:
-            return op()
+            with shielded():
+                return op()
         except Exception as exc:
             if not _is_py4j(exc):
                 raise  # our own errors (EnvError, ValueError) pass through untouched
@@ -338,7 +343,8 @@ class Supervised:
             self._start()
             self.restarts += 1
             began = time.monotonic()
-            return op()
+            with shielded():
+                return op()
         except Exception as exc:
             if isinstance(exc, EnvError):
                 failure: BackendFailure | None = BackendFailure(
@@ -434,10 +440,8 @@ class JvmBacked:
         self._sim = None
 
     def __del__(self) -> None:
-        try:
+        with contextlib.suppress(Exception):
             self.close()
-        except Exception:
-            pass
 
     @property
     def java_pid(self) -> int | None:

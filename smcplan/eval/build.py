@@ -123,7 +123,7 @@ class EnvPool:
             extra = {k: v for k, v in self._defaults.items() if k not in spec.env_kwargs}
             try:
                 env = self._make(spec.env, **extra, **spec.env_kwargs)
-            except TypeError as exc:
+            except (TypeError, KeyError) as exc:  # KeyError: smcplan's UnknownNameError
                 if not any(repr(k) in str(exc) for k in extra):
                     raise
                 env = self._make(spec.env, **spec.env_kwargs)

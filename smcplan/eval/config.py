@@ -18,9 +18,10 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from smcplan.errors import SmcplanError
 from smcplan.eval.episodes import EpisodeSpec
 from smcplan.eval.metrics import EpisodeStats, aggregate, group_metrics
-from smcplan.eval.records import CONFIG_SCHEMA, RunPaths, atomic_write_json, read_json
+from smcplan.eval.records import CONFIG_SCHEMA, RunPaths, atomic_write_json, read_json, read_summary
 
 __all__ = [
     "IDENTITY_FIELDS",
@@ -46,7 +47,7 @@ IDENTITY_FIELDS = (
 )
 
 
-class RunConfigMismatch(ValueError):
+class RunConfigMismatch(SmcplanError, ValueError):
     """A run directory is being resumed with a configuration that changes its episodes' meaning."""
 
 
@@ -139,7 +140,7 @@ def write_config(paths: RunPaths, config: EvalConfig, specs: Sequence[EpisodeSpe
 def load_summaries(out: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Every finished episode summary of a run directory, sorted by sweep index."""
     paths = RunPaths(out)
-    summaries = [read_json(p) for p in paths.summaries()]
+    summaries = [read_summary(p) for p in paths.summaries()]
     return sorted(summaries, key=lambda s: (s.get("index", 0), s.get("episode", "")))
 
 
@@ -150,7 +151,7 @@ def pending(
     when ``retry_errors``), in sweep order."""
     finished: dict[str, dict[str, Any]] = {}
     for p in paths.summaries():
-        summary = read_json(p)
+        summary = read_summary(p)
         finished[summary["episode"]] = summary
     todo = []
     for index, spec in enumerate(specs):

@@ -24,7 +24,7 @@ from smcplan.eval.metrics import (
     group_metrics,
     upgrade_stats,
 )
-from smcplan.eval.records import Run, RunPaths, read_json
+from smcplan.eval.records import Run, RunPaths, read_json, read_summary
 
 __all__ = [
     "Run",
@@ -44,7 +44,7 @@ def load_run(path: str | os.PathLike[str], *, seed: int = 0, num_resamples: int 
         )
     config = read_json(paths.config)
     summaries = sorted(
-        (read_json(p) for p in paths.summaries()),
+        (read_summary(p) for p in paths.summaries()),
         key=lambda s: (s.get("index", 0), s.get("episode", "")),
     )
     run = Run(path=Path(path), config=config, summaries=summaries)
@@ -163,6 +163,7 @@ DETAIL_COLUMNS: tuple[tuple[str, str, bool, int], ...] = (
     ("slow thinking/ep", "slow_thinking_per_episode", False, 2),
     ("LLM calls/step", "llm_calls_per_step", False, 2),
     ("tokens/step", "llm_tokens_per_step", False, 0),
+    ("cached %", "cache_hit_rate", True, 0),
     ("s/step", "wall_s_per_step", False, 3),
 )
 

@@ -27,13 +27,15 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from smcplan.errors import ArgumentTypeError, InvalidArgumentError, SmcplanError
+
 __all__ = ["OutputSpec", "output_spec", "spec_regex", "json_max_bytes", "GenerationError"]
 
 _STRING_BYTES_PER_CHAR = 4  # a JSON string char is <= 4 UTF-8 bytes, and an escape (\n, \") is 2
 _WS = 1  # outlines_core's default whitespace pattern between JSON tokens is "[ ]?"
 
 
-class GenerationError(ValueError):
+class GenerationError(SmcplanError, ValueError):
     """A constrained generation did not finish inside ``max_new_tokens`` (its text is not valid)."""
 
 
@@ -134,10 +136,17 @@ def output_spec(output_type: Any) -> OutputSpec:
     if isinstance(output_type, (list, tuple)):
         choices = [str(c) for c in output_type]
         if not choices:
-            raise ValueError("a choice output type needs at least one option; got an empty list")
+            raise InvalidArgumentError(
+                "a choice output type needs at least one option; got an empty list"
+            )
         return output_spec(Choice(choices))
     if isinstance(output_type, Choice):
         items = [str(c) for c in output_type.items]
+        if not items:
+            raise InvalidArgumentError(
+                "output_type Choice([]) has no options; give at least one "
+                "(e.g. the admissible actions)"
+            )
         bound = max(len(c.encode()) for c in items)
         return OutputSpec(output_type, _identity, bound, "choice:" + json.dumps(items))
     if typing.get_origin(output_type) is typing.Literal:
@@ -171,7 +180,7 @@ def output_spec(output_type: Any) -> OutputSpec:
             json_max_bytes(schema),
             "json:" + json.dumps(schema, sort_keys=True),
         )
-    raise TypeError(
+    raise ArgumentTypeError(
         f"unsupported output type {output_type!r}; use None/str, a list of strings, a JSON-schema "
         "dict, "
         "a pydantic model class, typing.Literal, or outlines.types.Choice/Regex/JsonSchema"

@@ -24,13 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from smcplan.errors import SmcplanError
 from smcplan.llm.convert import assemble_chunks, convert_gguf
 from smcplan.llm.paths import cache_dir, models_dir
 
 __all__ = ["ModelNotAvailable", "ResolvedModel", "registry", "resolve", "known_models"]
 
 
-class ModelNotAvailable(ImportError):
+class ModelNotAvailable(SmcplanError, ImportError):
     """The requested model's weights are not on this machine; the message says how to get them."""
 
 

@@ -40,8 +40,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from smcplan.errors import SmcplanError
 from smcplan.planning.belief_tree import MAX_CODE, belief_tree
 from smcplan.planning.components import PlanningError, Proposed, Score, Transition
+from smcplan.pomdp.checks import check_belief
 from smcplan.pomdp.model import DiscretePOMDP
 
 __all__ = [
@@ -79,16 +81,12 @@ class BeliefParticle(NamedTuple):
 
 
 def _belief_vector(pomdp: DiscretePOMDP, belief: Any) -> jax.Array:
-    b = np.asarray(pomdp.b0 if belief is None else belief, dtype=np.float64)
-    if b.shape != (pomdp.num_states,):
-        raise PlanningError(
-            f"belief must have shape (S,) = ({pomdp.num_states},) for {pomdp.name}; got {b.shape}"
+    try:
+        b = check_belief(
+            pomdp.b0 if belief is None else belief, pomdp.num_states, "belief", pomdp.name
         )
-    if not np.all(np.isfinite(b)) or (b < 0).any() or abs(b.sum() - 1.0) > 1e-5:
-        raise PlanningError(
-            f"belief must be a probability vector (>= 0, sum 1); got sum {b.sum():.6g}, min "
-            f"{b.min():.3g}"
-        )
+    except SmcplanError as err:
+        raise PlanningError(str(err)) from None
     return jnp.asarray(b, dtype=jnp.zeros(()).dtype)
 
 
@@ -182,10 +180,7 @@ class SoftmaxProposal(eqx.Module):
     heuristic: Callable[[jax.Array, jax.Array], jax.Array] | None = eqx.field(static=True)
 
     def __init__(
-        self,
-        pomdp: DiscretePOMDP,
-        mask: Any = None,
-        beta: float = 1.0,
+        self, pomdp: DiscretePOMDP, mask: Any = None, beta: float = 1.0,
         heuristic: Callable | None = None,
     ) -> None:
         self.mask = jnp.asarray(np.ones(pomdp.num_actions, bool) if mask is None else mask, bool)
@@ -229,12 +224,8 @@ class FixedActions(eqx.Module):
 
 
 def _step_particles(
-    world: ExactWorldModel | ObservedWorldModel,
-    key: jax.Array,
-    particles: BeliefParticle,
-    actions: jax.Array,
-    observations: jax.Array | None,
-    t: int,
+    world: ExactWorldModel | ObservedWorldModel, key: jax.Array, particles: BeliefParticle,
+    actions: jax.Array, observations: jax.Array | None, t: int,
 ) -> tuple[BeliefParticle, jax.Array, jax.Array, jax.Array]:
     """Shared transition: s' ~ T, o ~ O (or given), exact belief update, reward, return, code."""
     transition, O = world.transition, world.O  # noqa: N806, E741
@@ -394,14 +385,8 @@ class ExactValueTwist(eqx.Module):
     KINDS = ("expectimax", "soft")
 
     def __init__(
-        self,
-        pomdp: DiscretePOMDP,
-        belief: Any,
-        horizon: int,
-        beta: float = 1.0,
-        kind: str = "expectimax",
-        mask: Any = None,
-        tol: float = 1e-6,
+        self, pomdp: DiscretePOMDP, belief: Any, horizon: int, beta: float = 1.0,
+        kind: str = "expectimax", mask: Any = None, tol: float = 1e-6,
     ) -> None:
         if kind not in self.KINDS:
             raise PlanningError(

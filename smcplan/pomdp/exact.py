@@ -25,6 +25,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from smcplan.errors import ArgumentTypeError, InvalidArgumentError, SmcplanError
+from smcplan.pomdp.checks import check_belief
 from smcplan.pomdp.model import DiscretePOMDP, Transition
 
 __all__ = [
@@ -37,9 +39,9 @@ __all__ = [
 ]
 
 
-class ImpossibleObservationError(ValueError):
-    """An observation has probability zero under the current belief and action (:math:`\\eta = 0`).
-    """
+class ImpossibleObservationError(SmcplanError, ValueError):
+    """An observation has probability zero under the current belief and action
+    (:math:`\\eta = 0`)."""
 
     def __init__(
         self,
@@ -113,17 +115,23 @@ def filter_scan(
     return jnp.concatenate([belief0[None], beliefs], axis=0), log_evidence
 
 
-def _check_belief(pomdp: DiscretePOMDP, belief: Any, dtype: Any) -> jax.Array:
-    b = (
-        belief
-        if isinstance(belief, jax.Array) and belief.dtype == dtype
-        else jnp.asarray(belief, dtype=dtype)
-    )
-    if b.shape != (pomdp.num_states,):
-        raise ValueError(
-            f"belief must have shape (S,) = ({pomdp.num_states},) for {pomdp.name}; got {b.shape}"
+def _check_pomdp(pomdp: Any) -> None:
+    if not isinstance(pomdp, DiscretePOMDP):
+        raise ArgumentTypeError(
+            f"pomdp must be a DiscretePOMDP; got {type(pomdp).__name__} (build one with "
+            "smcplan.pomdp.domains or compile_program)"
         )
-    return b
+
+
+def _check_belief(pomdp: DiscretePOMDP, belief: Any, dtype: Any, name: str = "belief") -> jax.Array:
+    if (
+        isinstance(belief, jax.Array)
+        and belief.dtype == dtype
+        and not isinstance(belief, jax.core.Tracer)
+    ):
+        check_belief(np.asarray(belief), pomdp.num_states, name, pomdp.name)
+        return belief
+    return jnp.asarray(check_belief(belief, pomdp.num_states, name, pomdp.name), dtype=dtype)
 
 
 def exact_update(
@@ -135,9 +143,13 @@ def exact_update(
     array in the default float dtype.
 
     Raises:
+        InvalidBeliefError: if ``belief`` is not a probability vector (shape (S,), entries >= 0,
+            sum 1 within :data:`~smcplan.pomdp.checks.BELIEF_ATOL`), naming the sum and the
+            negative entries.
         ImpossibleObservationError: if :math:`\eta^{-1} = P(o \mid b, a) = 0`, naming the action
             and the observation.
     """
+    _check_pomdp(pomdp)
     arrays = pomdp.device()
     a, o = pomdp.action_index(action), pomdp.observation_index(observation)
     b = _check_belief(pomdp, belief, arrays.O.dtype)
@@ -169,18 +181,20 @@ def exact_filter(
     Runs as one ``lax.scan``.
 
     Raises:
+        InvalidBeliefError: if ``belief0`` is not a probability vector (see :func:`exact_update`).
         ImpossibleObservationError: naming the first step t (0-based), its action and observation
             where :math:`P(o_t \mid b_{t-1}, a_t) = 0`.
     """
+    _check_pomdp(pomdp)
     arrays = pomdp.device()
     acts = pomdp.action_indices(actions)
     obs = pomdp.observation_indices(observations)
     if acts.shape != obs.shape:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{acts.shape[0]} actions but {obs.shape[0]} observations; need one observation per "
             "action"
         )
-    b0 = arrays.b0 if belief0 is None else _check_belief(pomdp, belief0, arrays.O.dtype)
+    b0 = arrays.b0 if belief0 is None else _check_belief(pomdp, belief0, arrays.O.dtype, "belief0")
     beliefs, log_evidence = filter_scan(
         arrays.transition, arrays.O, b0, jnp.asarray(acts), jnp.asarray(obs)
     )

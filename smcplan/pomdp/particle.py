@@ -37,8 +37,19 @@ import numpy as np
 from numpyro import handlers
 
 from smcplan import smc
+from smcplan.errors import (
+    ArgumentTypeError,
+    InvalidArgumentError,
+    SmcplanError,
+    UnknownNameError,
+    check_float,
+    check_index,
+    check_int,
+)
+from smcplan.pomdp.checks import check_sequence
 from smcplan.pomdp.model import DenseTransition, DeviceArrays, DiscretePOMDP
 from smcplan.pomdp.program import OBS_SITE, POMDPProgram
+from smcplan.smc.validation import check_key
 
 __all__ = [
     "ParticleFilterResult",
@@ -53,7 +64,7 @@ __all__ = [
 Proposal = Callable[[jax.Array, jax.Array, jax.Array, jax.Array], tuple[jax.Array, jax.Array]]
 
 
-class ParticleDegeneracyError(RuntimeError):
+class ParticleDegeneracyError(SmcplanError, RuntimeError):
     """Every particle got zero weight at some step: no particle explains the observation."""
 
     def __init__(self, message: str, step: int, action: str, observation: str) -> None:
@@ -242,21 +253,18 @@ def _filter_program(
 
 def _program_indices(program: POMDPProgram, values: Any, kind: str) -> np.ndarray:
     names = list(program.action_names if kind == "action" else program.observation_names)
-    out = []
+    values = check_sequence(values, f"{kind}s")
+    out: list[int] = []
     for v in values:
         if isinstance(v, str):
             if v not in names:
-                raise KeyError(
+                raise UnknownNameError(
                     f"unknown {kind} {v!r} in {program.name}; known: "
                     f"{', '.join(map(repr, names[:12]))}"
                 )
             out.append(names.index(v))
         else:
-            idx = int(v)
-            if not 0 <= idx < len(names):
-                raise IndexError(
-                    f"{kind} index {idx} out of range [0, {len(names)}) in {program.name}"
-                )
+            idx = check_index(v, f"{kind}s[{len(out)}]", len(names), f"{kind} index")
             out.append(idx)
     return np.asarray(out, dtype=np.int32)
 
@@ -288,34 +296,40 @@ def particle_filter(
         ParticleDegeneracyError: naming the first step, action and observation at which every
             particle has zero weight.
     """
-    num_particles = int(num_particles)
-    if num_particles < 1:
-        raise ValueError(f"num_particles must be >= 1; got {num_particles}")
+    num_particles = check_int(
+        num_particles, "num_particles", minimum=1, maximum=smc.resampling.MAX_SAMPLES
+    )
+    ess_threshold = check_float(ess_threshold, "ess_threshold", minimum=0.0, maximum=1.0)
     if isinstance(resampling, str) and resampling not in smc.resampling.SCHEMES:
-        raise ValueError(
+        raise UnknownNameError(
             f"unknown resampling {resampling!r}; known: {', '.join(sorted(smc.resampling.SCHEMES))}"
         )
+    if not isinstance(resampling, str) and not callable(resampling):
+        raise ArgumentTypeError(
+            f"resampling must be a scheme name or a resampler function; got {resampling!r}"
+        )
+    key = check_key(key)
     if isinstance(model, DiscretePOMDP):
         acts = model.action_indices(actions)
         obs = model.observation_indices(observations)
         action_names, obs_names = model.action_names, model.observation_names
     elif isinstance(model, POMDPProgram):
         if proposal is not None:
-            raise ValueError(
-                "a guided proposal needs T(s'|s,a) pointwise: compile the program first "
-                "(compile_program)"
+            raise InvalidArgumentError(
+                "a guided proposal needs T(s'|s,a) pointwise: compile the "
+                "program first (compile_program)"
             )
         acts = _program_indices(model, actions, "action")
         obs = _program_indices(model, observations, "observation")
         action_names, obs_names = tuple(model.action_names), tuple(model.observation_names)
     else:
-        raise TypeError(
+        raise ArgumentTypeError(
             f"model must be a DiscretePOMDP or a POMDPProgram; got {type(model).__name__}"
         )
     if acts.shape != obs.shape:
-        raise ValueError(
-            f"{acts.shape[0]} actions but {obs.shape[0]} observations; need one observation per "
-            "action"
+        raise InvalidArgumentError(
+            f"{acts.shape[0]} actions but {obs.shape[0]} observations; "
+            "need one observation per action"
         )
 
     if isinstance(model, DiscretePOMDP):

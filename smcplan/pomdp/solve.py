@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from smcplan.errors import ArgumentTypeError, SmcplanError, check_int
+from smcplan.pomdp.checks import check_belief
 from smcplan.pomdp.model import DiscretePOMDP
 
 __all__ = ["solve_exact", "exact_q_values", "TreeTooLargeError", "MAX_TREE_ENTRIES"]
@@ -37,7 +39,7 @@ MAX_TREE_ENTRIES = 2 * 10**7
 _TIE = 1e-9
 
 
-class TreeTooLargeError(MemoryError):
+class TreeTooLargeError(SmcplanError, MemoryError):
     """The belief tree for the requested horizon does not fit :data:`MAX_TREE_ENTRIES`."""
 
 
@@ -62,16 +64,10 @@ def _expand(
 
 def exact_q_values(pomdp: DiscretePOMDP, belief: Any, horizon: int) -> np.ndarray:
     r""":math:`Q_h(b, a)` for every action (float64, shape (A,)), by exhaustive expectimax."""
-    horizon = int(horizon)
-    if horizon < 1:
-        raise ValueError(f"horizon must be >= 1; got {horizon}")
-    b = np.asarray(belief, dtype=np.float64)
-    if b.shape != (pomdp.num_states,):
-        raise ValueError(f"belief must have shape (S,) = ({pomdp.num_states},); got {b.shape}")
-    if (b < 0).any() or abs(b.sum() - 1.0) > 1e-6:
-        raise ValueError(
-            f"belief must be a probability vector; sum {b.sum():.9g}, min {b.min():.3g}"
-        )
+    if not isinstance(pomdp, DiscretePOMDP):
+        raise ArgumentTypeError(f"pomdp must be a DiscretePOMDP; got {type(pomdp).__name__}")
+    horizon = check_int(horizon, "horizon", minimum=1)
+    b = check_belief(belief, pomdp.num_states, "belief", pomdp.name)
     T, O, R = pomdp.T, pomdp.O, pomdp.R  # noqa: N806, E741
     n_a, n_s = pomdp.num_actions, pomdp.num_states
 

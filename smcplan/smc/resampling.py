@@ -50,7 +50,8 @@ from functools import partial, wraps
 import jax
 import jax.numpy as jnp
 
-from smcplan.smc.validation import check_weights
+from smcplan.errors import UnknownNameError, check_int
+from smcplan.smc.validation import check_key, check_weights
 
 __all__ = [
     "multinomial",
@@ -64,6 +65,8 @@ __all__ = [
 ]
 
 Resampler = Callable[[jax.Array, jax.Array, int], jax.Array]
+#: Largest ``num_samples`` (indices are int32).
+MAX_SAMPLES = 2**31 - 2
 SCHEMES: dict[str, Resampler] = {}
 
 
@@ -71,7 +74,8 @@ def register(name: str) -> Callable[[Resampler], Resampler]:
     """Decorator: publish the kernel ``fn`` as the scheme ``name`` in :data:`SCHEMES`.
 
     What is registered (and returned) is the checked entry point: outside ``jit`` it validates
-    the weights (:func:`~smcplan.smc.validation.check_weights`) and ``num_samples >= 1``, then
+    the key, the weights (:func:`~smcplan.smc.validation.check_weights`) and that
+    ``num_samples`` is an integer in ``[1, MAX_SAMPLES]`` (``2.5`` is a type error), then
     calls ``fn``; a scheme added by a user is checked exactly like the built-in ones. A name
     that is already taken is refused (``ValueError``).
     """
@@ -82,9 +86,9 @@ def register(name: str) -> Callable[[Resampler], Resampler]:
 
         @wraps(fn)
         def resample(key: jax.Array, weights: jax.Array, num_samples: int) -> jax.Array:
-            check_weights(weights)
-            if num_samples < 1:
-                raise ValueError(f"num_samples must be >= 1; got {num_samples}")
+            key = check_key(key)
+            weights = check_weights(weights)
+            num_samples = check_int(num_samples, "num_samples", minimum=1, maximum=MAX_SAMPLES)
             return fn(key, weights, num_samples)
 
         resample.__name__ = resample.__qualname__ = name
@@ -99,7 +103,7 @@ def get(name_or_fn: str | Resampler) -> Resampler:
     if callable(name_or_fn):
         return name_or_fn
     if name_or_fn not in SCHEMES:
-        raise ValueError(
+        raise UnknownNameError(
             f"unknown resampling scheme {name_or_fn!r}; known: {', '.join(sorted(SCHEMES))}"
         )
     return SCHEMES[name_or_fn]

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from smcplan.envs.alfworld_gen import _deps
 from smcplan.envs.alfworld_gen.layouts import FloorPlan, Receptacle, grid_point
+from smcplan.errors import SmcplanError
 
 # Our short task names -> ALFWorld / ALFRED task types.
 TASK_TYPES: dict[str, str] = {
@@ -53,7 +54,7 @@ _APPLIANCE = {
 }
 
 
-class NoValidGoal(ValueError):
+class NoValidGoal(SmcplanError, ValueError):
     """The floor plan cannot host the task type (missing appliance, object or room type)."""
 
 
