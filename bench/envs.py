@@ -69,6 +69,22 @@ def _random_steps(step, reset, admissible, steps: int, rng: random.Random) -> tu
     return seconds, episodes
 
 
+def _row(name, impl, start_s, reset_times, step, reset, admissible, steps, rng, jvm_pid):
+    """Time ``steps`` random steps; the result row (memory measured after the steps)."""
+    seconds, episodes = _random_steps(step, reset, admissible, steps, rng)
+    return {
+        "env": name,
+        "impl": impl,
+        "start_s": start_s,
+        "reset_ms": 1e3 * statistics.median(reset_times),
+        "steps": steps,
+        "steps_per_s": steps / seconds,
+        "episodes_ended": episodes,
+        "python_rss_mb": _rss_mb(psutil.Process().pid),
+        "jvm_rss_mb": _rss_mb(jvm_pid()),
+    }
+
+
 def bench_adapter(name: str, steps: int, seed: int) -> dict[str, Any]:
     family = name.split(":")[0]
     t0 = time.perf_counter()
@@ -94,18 +110,8 @@ def bench_adapter(name: str, steps: int, seed: int) -> dict[str, Any]:
             env.reset(seeds[0])
             state["actions"] = env.admissible_actions()
 
-        seconds, episodes = _random_steps(step, reset, lambda: state["actions"], steps, rng)
-        return {
-            "env": name,
-            "impl": "smcplan",
-            "start_s": start_s,
-            "reset_ms": 1e3 * statistics.median(reset_times),
-            "steps": steps,
-            "steps_per_s": steps / seconds,
-            "episodes_ended": episodes,
-            "python_rss_mb": _rss_mb(psutil.Process().pid),
-            "jvm_rss_mb": _rss_mb(getattr(env, "java_pid", None)),
-        }
+        return _row(name, "smcplan", start_s, reset_times, step, reset,
+                    lambda: state["actions"], steps, rng, lambda: getattr(env, "java_pid", None))
     finally:
         env.close()
         gc.collect()
@@ -172,18 +178,8 @@ def bench_reference(name: str, steps: int, seed: int) -> dict[str, Any] | None:
     else:
         return None
     try:
-        seconds, episodes = _random_steps(step, reset, lambda: state["actions"], steps, rng)
-        return {
-            "env": name,
-            "impl": "reference",
-            "start_s": start_s,
-            "reset_ms": 1e3 * statistics.median(reset_times),
-            "steps": steps,
-            "steps_per_s": steps / seconds,
-            "episodes_ended": episodes,
-            "python_rss_mb": _rss_mb(psutil.Process().pid),
-            "jvm_rss_mb": _rss_mb(pid),
-        }
+        return _row(name, "reference", start_s, reset_times, step, reset,
+                    lambda: state["actions"], steps, rng, lambda: pid)
     finally:
         raw.close()
         try:

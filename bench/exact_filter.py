@@ -1,4 +1,4 @@
-"""Benchmark the exact Bayes filter on RockSample against pomdp-py, and the bootstrap particle filter.
+"""Benchmark the exact Bayes filter on RockSample (against pomdp-py) and the particle filter.
 
     .venv/bin/python bench/exact_filter.py                 # (4,4), (5,5), (7,8); ~1-2 minutes
     .venv/bin/python bench/exact_filter.py --pomdp-py-78   # also time pomdp-py on (7,8) (minutes)
@@ -51,7 +51,8 @@ ACTION, OBSERVATION = "check rock 1", "the rock looks good"
 
 
 def timed(fn, repeats: int, warmup: int = 2, inner: int = 1) -> dict:
-    """Median seconds per call of ``fn()`` over ``repeats`` rounds of ``inner`` calls, after warm-up:
+    """Median seconds per call of ``fn()`` over ``repeats`` rounds of ``inner`` calls, after
+    warm-up:
     ``cpu`` = this process's CPU time (all its threads; other jobs on a shared machine inflate it
     little), ``wall`` = elapsed time."""
     for _ in range(warmup):
@@ -82,12 +83,16 @@ def pomdp_py_setup(pomdp):
     for s in range(pomdp.num_states):
         rocks = tuple("good" if (int(f["rocks"][s]) >> i) & 1 else "bad" for i in range(k))
         if f["done"][s]:
-            states.append(rs.State((n, pomdp.metadata["start"][1]), tuple("bad" for _ in range(k)), True))
+            states.append(
+                rs.State((n, pomdp.metadata["start"][1]), tuple("bad" for _ in range(k)), True)
+            )
         else:
             states.append(rs.State((int(f["x"][s]), int(f["y"][s])), rocks, False))
     histogram = pomdp_py.Histogram({st: float(p) for st, p in zip(states, pomdp.b0, strict=True)})
     models = dict(
-        observation_model=rs.RSObservationModel(rock_locs, half_efficiency_dist=pomdp.metadata["half_efficiency_distance"]),
+        observation_model=rs.RSObservationModel(
+            rock_locs, half_efficiency_dist=pomdp.metadata["half_efficiency_distance"]
+        ),
         transition_model=rs.RSTransitionModel(n, rock_locs, in_exit),
     )
     action = rs.CheckAction(0)
@@ -99,25 +104,39 @@ def time_pomdp_py(pomdp, repeats: int):
     update, histogram, action, observation, models, states = pomdp_py_setup(pomdp)
     result = update(histogram, action, observation, **models)
     belief = np.array([result[s] for s in states])
-    return timed(lambda: update(histogram, action, observation, **models), repeats=repeats, warmup=0), belief
+    return timed(
+        lambda: update(histogram, action, observation, **models), repeats=repeats, warmup=0
+    ), belief
 
 
 def time_ours(pomdp, repeats: int) -> dict:
     a, o = pomdp.action_index(ACTION), pomdp.observation_index(OBSERVATION)
     arrays = pomdp.device()
     b0 = arrays.b0
-    public = timed(lambda: exact_update(pomdp, b0, a, o).block_until_ready(), repeats=repeats, inner=20)
+    public = timed(
+        lambda: exact_update(pomdp, b0, a, o).block_until_ready(), repeats=repeats, inner=20
+    )
     kernel = jax.jit(bayes_update)
-    kernel_time = timed(lambda: kernel(arrays.transition, arrays.O, b0, a, o)[0].block_until_ready(), repeats=repeats, inner=20)
+    kernel_time = timed(
+        lambda: kernel(arrays.transition, arrays.O, b0, a, o)[0].block_until_ready(),
+        repeats=repeats,
+        inner=20,
+    )
     steps = 100
     acts = np.full(steps, a)
     obs = np.zeros(steps, np.int64)  # "you observe nothing" is impossible after a check: use a move
     acts[::2] = pomdp.action_index("move north")
     obs[1::2] = o
-    scan_time = timed(lambda: exact_filter(pomdp, acts, obs)[0].block_until_ready(), repeats=repeats)
+    scan_time = timed(
+        lambda: exact_filter(pomdp, acts, obs)[0].block_until_ready(), repeats=repeats
+    )
     with jax.enable_x64(True):
         arrays64 = pomdp.device()
-        public64 = timed(lambda: exact_update(pomdp, arrays64.b0, a, o).block_until_ready(), repeats=repeats, inner=20)
+        public64 = timed(
+            lambda: exact_update(pomdp, arrays64.b0, a, o).block_until_ready(),
+            repeats=repeats,
+            inner=20,
+        )
         belief64 = np.asarray(exact_update(pomdp, arrays64.b0, a, o))
     return {
         "exact_update_s": public,
@@ -146,14 +165,27 @@ def bench_updates(sizes, pomdp_py_78: bool, repeats: int):
             "compile_program_s": compile_s,
             **{key: v for key, v in ours.items() if key != "belief"},
             "pomdp_py_update_s": ref_s,
-            "speedup_vs_pomdp_py_cpu": (ref_s["cpu"] / ours["exact_update_s"]["cpu"]) if ref_s else None,
-            "speedup_vs_pomdp_py_wall": (ref_s["wall"] / ours["exact_update_s"]["wall"]) if ref_s else None,
+            "speedup_vs_pomdp_py_cpu": (ref_s["cpu"] / ours["exact_update_s"]["cpu"])
+            if ref_s
+            else None,
+            "speedup_vs_pomdp_py_wall": (ref_s["wall"] / ours["exact_update_s"]["wall"])
+            if ref_s
+            else None,
             "max_abs_belief_difference": max_diff,
         }
         if not run_ref:
-            prev = next((r for r in records if r["problem"] == "RockSample(5,5)" and r["pomdp_py_update_s"]), None)
+            prev = next(
+                (
+                    r
+                    for r in records
+                    if r["problem"] == "RockSample(5,5)" and r["pomdp_py_update_s"]
+                ),
+                None,
+            )
             if prev:
-                est = prev["pomdp_py_update_s"]["cpu"] * (pomdp.num_states / prev["num_states"]) ** 2
+                est = (
+                    prev["pomdp_py_update_s"]["cpu"] * (pomdp.num_states / prev["num_states"]) ** 2
+                )
                 record["pomdp_py_update_cpu_s_extrapolated"] = est
                 note = f"skipped: O(|S|^2), ~{est:.0f} s from (5,5)"
             else:
@@ -164,7 +196,8 @@ def bench_updates(sizes, pomdp_py_78: bool, repeats: int):
                 record["problem"],
                 pomdp.num_states,
                 f"{compile_s:.2f}",
-                f"{ours['exact_update_s']['cpu'] * 1e3:.3f} / {ours['exact_update_s']['wall'] * 1e3:.3f}",
+                f"{ours['exact_update_s']['cpu'] * 1e3:.3f} / "
+                f"{ours['exact_update_s']['wall'] * 1e3:.3f}",
                 f"{ours['exact_update_float64_s']['cpu'] * 1e3:.3f}",
                 f"{ours['bayes_update_kernel_s']['cpu'] * 1e3:.3f}",
                 f"{ours['exact_filter_per_step_s']['cpu'] * 1e3:.3f}",
@@ -199,21 +232,37 @@ def bench_particles(sizes_n, steps: int = 50):
     rows, records = [], []
     for n in sizes_n:
         keys = iter(jax.random.split(jax.random.key(1), 100))
-        run = lambda: particle_filter(pomdp, actions, observations, n, next(keys)).log_likelihood.block_until_ready()  # noqa: E731
+        run = lambda: particle_filter(
+            pomdp, actions, observations, n, next(keys)
+        ).log_likelihood.block_until_ready()  # noqa: E731
         t = timed(run, repeats=5, warmup=1)
         rate = {k: n * steps / v for k, v in t.items()}
-        records.append({"num_particles": n, "steps": steps, "seconds": t, "particle_steps_per_s": rate})
-        rows.append([n, steps, f"{t['cpu'] * 1e3:.1f} / {t['wall'] * 1e3:.1f}", f"{rate['cpu']:.3g} / {rate['wall']:.3g}"])
+        records.append(
+            {"num_particles": n, "steps": steps, "seconds": t, "particle_steps_per_s": rate}
+        )
+        rows.append(
+            [
+                n,
+                steps,
+                f"{t['cpu'] * 1e3:.1f} / {t['wall'] * 1e3:.1f}",
+                f"{rate['cpu']:.3g} / {rate['wall']:.3g}",
+            ]
+        )
     print_table(["N", "steps", "filter ms cpu/wall", "particles x steps / s cpu/wall"], rows)
     return records
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pomdp-py-78", action="store_true", help="also time pomdp-py on RockSample(7,8) (minutes)")
+    parser.add_argument(
+        "--pomdp-py-78", action="store_true", help="also time pomdp-py on RockSample(7,8) (minutes)"
+    )
     parser.add_argument("--repeats", type=int, default=50)
     args = parser.parse_args()
-    print(f"jax {jax.__version__} on {jax.devices()[0].platform}; load average {os.getloadavg()[0]:.1f}\n")
+    print(
+        f"jax {jax.__version__} on {jax.devices()[0].platform}; load average "
+        f"{os.getloadavg()[0]:.1f}\n"
+    )
     print("One exact belief update (check rock 1 -> good), ours vs pomdp-py:")
     updates = bench_updates([(4, 4), (5, 5), (7, 8)], args.pomdp_py_78, args.repeats)
     print("\nBootstrap particle filter on RockSample(7,8):")
@@ -221,7 +270,8 @@ def main() -> None:
     path = write_json(
         "exact_filter",
         {
-            "command": "python bench/exact_filter.py" + (" --pomdp-py-78" if args.pomdp_py_78 else ""),
+            "command": "python bench/exact_filter.py"
+            + (" --pomdp-py-78" if args.pomdp_py_78 else ""),
             "load_average_1min": os.getloadavg()[0],
             "default_float": str(jnp.zeros(()).dtype),
             "updates": updates,

@@ -69,7 +69,9 @@ def to_networkx_reference(kg: KnowledgeGraph) -> nx.MultiDiGraph:
     return kg.to_networkx()
 
 
-def update_batch(rng: random.Random, n: int, step: int) -> tuple[list[tuple[str, str, str]], list[str]]:
+def update_batch(
+    rng: random.Random, n: int, step: int
+) -> tuple[list[tuple[str, str, str]], list[str]]:
     containers = max(4, n // 12)
     c = f"container {rng.randrange(containers)}"
     batch = [
@@ -164,8 +166,10 @@ def main() -> None:
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for r in rows:
-        print(f"| {r['facts']} | {r['update_us']:.1f} | {r['retrieve_us']:.1f} | {r['copy_us']:.2f} "
-              f"| {r['copy_then_write_us']:.1f} | {r['nx_deepcopy_us']:.0f} | {r['nx_copy_us']:.0f} |")
+        print(
+            f"| {r['facts']} | {r['update_us']:.1f} | {r['retrieve_us']:.1f} | {r['copy_us']:.2f} "
+            f"| {r['copy_then_write_us']:.1f} | {r['nx_deepcopy_us']:.0f} | {r['nx_copy_us']:.0f} |"
+        )
 
     particles = bench_particles(1_000, 500, repeats)
     print()

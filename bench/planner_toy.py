@@ -15,7 +15,8 @@ terminal reward potential), ``twisted/reward_cumulative`` (the myopic reward twi
 ``twisted/value`` (the exact expectimax value twist) and ``nesyfs/value`` (the NeSyFS rule with
 the exact value twist's progress, lam = 5); the value twists only where the belief tree fits.
 
-    .venv/bin/python bench/planner_toy.py                # the full grid (several minutes on 2 cores)
+    .venv/bin/python bench/planner_toy.py                # the full grid (several minutes on 2
+    cores)
     .venv/bin/python bench/planner_toy.py --quick        # N in {64, 1024}, H = 3, 5 seeds
 
 Prints a table and writes ``bench/results/planner_toy.json``.
@@ -55,7 +56,9 @@ def domains() -> dict[str, tuple[Any, list[np.ndarray]]]:
     }
 
 
-def reference(pomdp: Any, beliefs: list[Any], horizon: int) -> tuple[list[set[int]] | None, float | None, str]:
+def reference(
+    pomdp: Any, beliefs: list[Any], horizon: int
+) -> tuple[list[set[int]] | None, float | None, str]:
     """The optimal first actions per belief (all of them when several tie: the household's
     receptacles are symmetric under a uniform prior) and solve_exact's mean time, or why skipped."""
     try:
@@ -72,7 +75,15 @@ def reference(pomdp: Any, beliefs: list[Any], horizon: int) -> tuple[list[set[in
         return None, None, f"solve_exact: {str(err).split(';')[0]}"
 
 
-def run_cell(pomdp: Any, beliefs: list[Any], n: int, horizon: int, config: dict[str, Any], seeds: int, exact: list[set[int]] | None) -> dict[str, Any]:
+def run_cell(
+    pomdp: Any,
+    beliefs: list[Any],
+    n: int,
+    horizon: int,
+    config: dict[str, Any],
+    seeds: int,
+    exact: list[set[int]] | None,
+) -> dict[str, Any]:
     # first call compiles (jit caches on shapes and static settings)
     t0 = time.perf_counter()
     plan(pomdp, beliefs[0], 10_000, n, horizon, **config)  # returns host values: synchronous
@@ -103,16 +114,23 @@ def main() -> None:
     parser.add_argument("--horizons", type=int, nargs="+", default=[3, 6])
     parser.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
     parser.add_argument("--domains", nargs="+", default=list(domains()), choices=list(domains()))
-    parser.add_argument("--seeds", type=int, default=10, help="runs per belief (agreement and timing)")
+    parser.add_argument(
+        "--seeds", type=int, default=10, help="runs per belief (agreement and timing)"
+    )
     parser.add_argument("--quick", action="store_true", help="N in {64, 1024}, H = 3, 5 seeds")
-    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "planner_toy.json"))
+    parser.add_argument(
+        "--out", default=str(Path(__file__).parent / "results" / "planner_toy.json")
+    )
     args = parser.parse_args()
     if args.quick:
         args.num_particles, args.horizons, args.seeds = [64, 1024], [3], 5
 
     rows: list[dict[str, Any]] = []
-    header = (f"{'domain':<22} {'config':<26} {'N':>6} {'H':>2} {'dec/s':>9} {'ms/dec':>8} {'best ms':>8} "
-              f"{'compile s':>9} {'agree':>6} {'exact ms':>9}")
+    header = (
+        f"{'domain':<22} {'config':<26} {'N':>6} {'H':>2} {'dec/s':>9} {'ms/dec':>8} "
+        f"{'best ms':>8} "
+        f"{'compile s':>9} {'agree':>6} {'exact ms':>9}"
+    )
     print(header)
     print("-" * len(header))
     all_domains = domains()
@@ -122,25 +140,45 @@ def main() -> None:
             exact, exact_s, why = reference(pomdp, beliefs, horizon)
             for cname in args.configs:
                 for n in args.num_particles:
-                    row: dict[str, Any] = {"domain": dname, "config": cname, "num_particles": n, "horizon": horizon,
-                                           "exact_ms": None if exact_s is None else 1e3 * exact_s, "exact_note": why}
+                    row: dict[str, Any] = {
+                        "domain": dname,
+                        "config": cname,
+                        "num_particles": n,
+                        "horizon": horizon,
+                        "exact_ms": None if exact_s is None else 1e3 * exact_s,
+                        "exact_note": why,
+                    }
                     try:
-                        row.update(run_cell(pomdp, beliefs, n, horizon, CONFIGS[cname], args.seeds, exact))
+                        row.update(
+                            run_cell(pomdp, beliefs, n, horizon, CONFIGS[cname], args.seeds, exact)
+                        )
                     except PlanningError as err:  # the exact value twist does not fit
                         row.update(skipped=str(err).split(";")[0])
-                        print(f"{dname:<22} {cname:<26} {n:>6} {horizon:>2}  skipped: {row['skipped'][:60]}")
+                        print(
+                            f"{dname:<22} {cname:<26} {n:>6} {horizon:>2}  skipped: "
+                            f"{row['skipped'][:60]}"
+                        )
                         rows.append(row)
                         continue
                     agree = "n/a" if row["agreement"] is None else f"{row['agreement']:.2f}"
                     ex = "n/a" if row["exact_ms"] is None else f"{row['exact_ms']:.2f}"
-                    print(f"{dname:<22} {cname:<26} {n:>6} {horizon:>2} {row['decisions_per_s']:>9.1f} "
-                          f"{row['ms_per_decision']:>8.2f} {row['best_ms_per_decision']:>8.2f} {row['compile_s']:>9.2f} "
-                          f"{agree:>6} {ex:>9}", flush=True)
+                    print(
+                        f"{dname:<22} {cname:<26} {n:>6} {horizon:>2} "
+                        f"{row['decisions_per_s']:>9.1f} "
+                        f"{row['ms_per_decision']:>8.2f} {row['best_ms_per_decision']:>8.2f} "
+                        f"{row['compile_s']:>9.2f} "
+                        f"{agree:>6} {ex:>9}",
+                        flush=True,
+                    )
                     rows.append(row)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"jax": jax.__version__, "backend": jax.default_backend(), "cpu": platform.processor() or platform.machine(),
-            "seeds_per_belief": args.seeds}
+    meta = {
+        "jax": jax.__version__,
+        "backend": jax.default_backend(),
+        "cpu": platform.processor() or platform.machine(),
+        "seeds_per_belief": args.seeds,
+    }
     out.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
     print(f"\nwrote {out}")
 

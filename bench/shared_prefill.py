@@ -47,7 +47,10 @@ def main() -> None:
     lm = load_model()
     history = "\n".join(f"> move {d}\n{OBSERVATION}" for d in ("north", "south", "east"))
     prompt = [
-        {"role": "system", "content": "You check an action before it is taken. Think, then answer Yes or No."},
+        {
+            "role": "system",
+            "content": "You check an action before it is taken. Think, then answer Yes or No.",
+        },
         {
             "role": "user",
             "content": f"Task: find the coin.\nWhat happened so far:\n{history}\n"
@@ -66,10 +69,22 @@ def main() -> None:
 
         t_shared = median_seconds(shared, repeats, warmup=1, clock=time.process_time)
         t_repeated = median_seconds(repeated, repeats, warmup=1, clock=time.process_time)
-        result[label] = {"shared_s": t_shared, "repeated_s": t_repeated, "speedup": t_repeated / t_shared}
-        rows.append([label, f"{t_shared:.2f}", f"{t_repeated:.2f}", f"{t_repeated / t_shared:.2f}x"])
-    print(f"SmolLM2-135M, {prompt_tokens}-token prompt, n = {args.n}, CPU seconds (median of {repeats})")
-    print_table(["call", "shared prefill (smcplan)", "prompt repeated n times (reference)", "speed-up"], rows)
+        result[label] = {
+            "shared_s": t_shared,
+            "repeated_s": t_repeated,
+            "speedup": t_repeated / t_shared,
+        }
+        rows.append(
+            [label, f"{t_shared:.2f}", f"{t_repeated:.2f}", f"{t_repeated / t_shared:.2f}x"]
+        )
+    print(
+        f"SmolLM2-135M, {prompt_tokens}-token prompt, n = {args.n}, CPU seconds (median of "
+        f"{repeats})"
+    )
+    print_table(
+        ["call", "shared prefill (smcplan)", "prompt repeated n times (reference)", "speed-up"],
+        rows,
+    )
     print("wrote", write_json("shared_prefill", result))
 
 

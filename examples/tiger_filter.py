@@ -65,19 +65,36 @@ def main() -> None:
     exact_left = np.asarray(exact)[:, 0]
     estimates = {}
     for i, n in enumerate((100, 1000)):
-        result = particle_filter(pomdp, actions, observations, n, jax.random.fold_in(jax.random.key(args.seed), i))
-        estimates[n] = (np.asarray(particle_beliefs(result, pomdp.num_states))[:, 0], float(result.log_likelihood))
+        result = particle_filter(
+            pomdp, actions, observations, n, jax.random.fold_in(jax.random.key(args.seed), i)
+        )
+        estimates[n] = (
+            np.asarray(particle_beliefs(result, pomdp.num_states))[:, 0],
+            float(result.log_likelihood),
+        )
 
-    print(f"Tiger, {args.steps} steps, seed {args.seed}: P(tiger behind left door) after each step\n")
-    print(f"{'t':>3}  {'action':<16} {'observation':<40} {'true':<6} {'exact':>7} {'PF 100':>7} {'PF 1000':>7}")
-    print(f"{0:>3}  {'':<16} {'':<40} {pomdp.state_names[states[0]].split()[2]:<6} {exact_left[0]:7.3f} {estimates[100][0][0]:7.3f} {estimates[1000][0][0]:7.3f}")
+    print(
+        f"Tiger, {args.steps} steps, seed {args.seed}: P(tiger behind left door) after each step\n"
+    )
+    print(
+        f"{'t':>3}  {'action':<16} {'observation':<40} {'true':<6} {'exact':>7} {'PF 100':>7} "
+        f"{'PF 1000':>7}"
+    )
+    print(
+        f"{0:>3}  {'':<16} {'':<40} {pomdp.state_names[states[0]].split()[2]:<6} "
+        f"{exact_left[0]:7.3f} {estimates[100][0][0]:7.3f} {estimates[1000][0][0]:7.3f}"
+    )
     for t in range(args.steps):
         print(
-            f"{t + 1:>3}  {pomdp.action_names[actions[t]]:<16} {pomdp.observation_names[observations[t]]:<40} "
+            f"{t + 1:>3}  {pomdp.action_names[actions[t]]:<16} "
+            f"{pomdp.observation_names[observations[t]]:<40} "
             f"{pomdp.state_names[states[t + 1]].split()[2]:<6} {exact_left[t + 1]:7.3f} "
             f"{estimates[100][0][t + 1]:7.3f} {estimates[1000][0][t + 1]:7.3f}"
         )
-    print(f"\nlog p(observations | actions): exact {float(loglik):.4f}, PF 100 {estimates[100][1]:.4f}, PF 1000 {estimates[1000][1]:.4f}")
+    print(
+        f"\nlog p(observations | actions): exact {float(loglik):.4f}, PF 100 "
+        f"{estimates[100][1]:.4f}, PF 1000 {estimates[1000][1]:.4f}"
+    )
 
     steps = np.arange(args.steps + 1)
     fig, ax = plt.subplots(figsize=(10, 4.4))
@@ -89,8 +106,20 @@ def main() -> None:
     ax.plot(steps, estimates[1000][0], "x", ms=6, color="tab:red", label="bootstrap PF, N = 1000")
     for t in range(args.steps):
         if actions[t] != 0:
-            ax.annotate(pomdp.action_names[actions[t]].replace(" door", ""), (t + 1, 0.02), ha="center", va="bottom", fontsize=7, rotation=90)
-    ax.set(xlabel="step", ylabel="P(tiger behind left door)", ylim=(-0.02, 1.02), title="Tiger: belief over time (shaded: tiger truly left)")
+            ax.annotate(
+                pomdp.action_names[actions[t]].replace(" door", ""),
+                (t + 1, 0.02),
+                ha="center",
+                va="bottom",
+                fontsize=7,
+                rotation=90,
+            )
+    ax.set(
+        xlabel="step",
+        ylabel="P(tiger behind left door)",
+        ylim=(-0.02, 1.02),
+        title="Tiger: belief over time (shaded: tiger truly left)",
+    )
     ax.set_xticks(steps)
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=3, fontsize=8, frameon=False)
     fig.tight_layout()

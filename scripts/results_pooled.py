@@ -14,7 +14,11 @@ import sys
 from smcplan.eval.metrics import wilson_interval
 from smcplan.eval.runner import load_summaries
 
-BENCHMARKS = {"twx": "TextWorldExpress", "scienceworld": "ScienceWorld", "alfworld": "ALFWorld-engine"}
+BENCHMARKS = {
+    "twx": "TextWorldExpress",
+    "scienceworld": "ScienceWorld",
+    "alfworld": "ALFWorld-engine",
+}
 
 
 def cells(summaries: list[dict]) -> list[str]:
@@ -26,11 +30,19 @@ def cells(summaries: list[dict]) -> list[str]:
     lo, hi = wilson_interval(k, n)
     ar = 100 * sum(float(s["score"]) for s in done) / n
     hr = 100 * sum(s["stats"]["invalid_steps"] > 0 for s in done) / n
-    return [f"{100 * k / n:.0f} [{100 * lo:.0f}, {100 * hi:.0f}] ({k}/{n})", f"{ar:.0f}", f"{hr:.0f}"]
+    return [
+        f"{100 * k / n:.0f} [{100 * lo:.0f}, {100 * hi:.0f}] ({k}/{n})",
+        f"{ar:.0f}",
+        f"{hr:.0f}",
+    ]
 
 
 def main(runs: list[str]) -> None:
-    heads = [f"{name} {what}" for name in BENCHMARKS.values() for what in ("SR % (wins/n)", "AR %", "HR %")]
+    heads = [
+        f"{name} {what}"
+        for name in BENCHMARKS.values()
+        for what in ("SR % (wins/n)", "AR %", "HR %")
+    ]
     print("| Agent | " + " | ".join(heads) + " |")
     print("|---" * (len(heads) + 1) + "|")
     for run in runs:
@@ -38,7 +50,11 @@ def main(runs: list[str]) -> None:
         if not summaries:
             continue
         agent = summaries[0]["agent"]
-        row = [c for prefix in BENCHMARKS for c in cells([s for s in summaries if s["env"].split(":", 1)[0] == prefix])]
+        row = [
+            c
+            for prefix in BENCHMARKS
+            for c in cells([s for s in summaries if s["env"].split(":", 1)[0] == prefix])
+        ]
         print(f"| {agent} | " + " | ".join(row) + " |")
 
 

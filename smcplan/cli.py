@@ -1,4 +1,4 @@
-"""The ``smcplan`` command line: ``eval`` (run a resumable sweep), ``report`` (compare runs), ``list``.
+"""The ``smcplan`` command line: ``eval`` (a resumable sweep), ``report`` (compare runs), ``list``.
 
 Examples::
 
@@ -13,16 +13,98 @@ imports agents, envs and llm only lazily (through the harness); nothing imports 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import re
 import sys
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["main", "build_parser", "parse_seeds", "parse_kv"]
+from smcplan.errors import SmcplanError
+
+__all__ = ["main", "build_parser", "parse_seeds", "parse_kv", "SeedRanges"]
 
 _RANGE = re.compile(r"(\d+)\s*-\s*(\d+)")
+
+
+class SeedRanges:
+    """A ``--seeds`` list kept as ranges: ``0-9999999`` costs nothing until iterated, and
+    :meth:`take` reads only the first ``n`` (``--episodes`` caps it before anything is expanded)."""
+
+    def __init__(self, ranges: Sequence[range], text: str = "") -> None:
+        self.ranges = tuple(ranges)
+        self.text = text
+
+    def __iter__(self):
+        for r in self.ranges:
+            yield from r
+
+    def __len__(self) -> int:
+        return sum(len(r) for r in self.ranges)
+
+    def take(self, n: int | None) -> list[int]:
+        """The first ``n`` seeds (all of them when ``n`` is None)."""
+        return list(itertools.islice(self, n))
+
+    def __repr__(self) -> str:
+        return f"SeedRanges({self.text!r})"
+
+
+def parse_seed_ranges(text: str) -> SeedRanges:
+    """``"0,3,5-7"`` -> :class:`SeedRanges` without expanding the ranges."""
+    ranges: list[range] = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        match = _RANGE.fullmatch(part)
+        if match and int(match[1]) <= int(match[2]):
+            ranges.append(range(int(match[1]), int(match[2]) + 1))
+        elif part.isdigit():
+            ranges.append(range(int(part), int(part) + 1))
+        else:
+            raise argparse.ArgumentTypeError(
+                f"bad seed list {text!r}: use non-negative integers and inclusive ranges, e.g. "
+                "0,3,5-7"
+            )
+    if not ranges:
+        raise argparse.ArgumentTypeError(f"empty seed list {text!r}")
+    return SeedRanges(ranges, text)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
+    return value
+
+
+def _kv_item(text: str) -> str:
+    if "=" not in text or not text.split("=", 1)[0].strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return text
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors are one line on stderr and exit status 2 (no usage block)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -51,7 +133,8 @@ def parse_seeds(text: str) -> list[int]:
 
 
 def parse_kv(items: Sequence[str] | None) -> dict[str, Any]:
-    """``["n=8", "weighting=twisted", "flags=[1,2]"]`` -> dict; values parsed as JSON if they can."""
+    """``["n=8", "weighting=twisted", "flags=[1,2]"]`` -> dict; values parsed as JSON if they can.
+    """
     out: dict[str, Any] = {}
     for item in items or ():
         if "=" not in item:
@@ -64,8 +147,18 @@ def parse_kv(items: Sequence[str] | None) -> dict[str, Any]:
     return out
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="smcplan",
         description="Probabilistic-programming planning for language agents: evaluation CLI.",
     )
@@ -92,41 +185,64 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ev.add_argument(
         "--seeds",
-        type=parse_seeds,
+        type=parse_seed_ranges,
         default=None,
         help="explicit env seeds instead of a split, e.g. 0-19 or 1,4,9",
     )
-    ev.add_argument("--episodes", type=int, default=None, help="at most this many episodes per env")
+    ev.add_argument(
+        "--episodes", type=_positive_int, default=None, help="at most this many episodes per env"
+    )
     ev.add_argument(
         "--model",
         default=None,
         help="language model for smcplan.llm.load_model (default: packaged SmolLM2; "
-        "'none': no model); loaded only if the agent takes one",
+        "'none': no model; 'openai:<base_url>#<model>': a vLLM/SGLang/llama.cpp server); "
+        "loaded only if the agent takes one",
     )
     ev.add_argument("--quantization", choices=["nf4", "int8"], default=None)
     ev.add_argument(
-        "--seed", type=int, default=0, help="run seed (per-episode seeds derive from it)"
+        "--seed",
+        type=_non_negative_int,
+        default=0,
+        help="run seed (per-episode seeds derive from it)",
     )
-    ev.add_argument("--max-steps", type=int, default=50, help="step limit per episode (default 50)")
+    ev.add_argument(
+        "--max-steps", type=_positive_int, default=50, help="step limit per episode (default 50)"
+    )
     ev.add_argument(
         "--trials",
-        type=int,
+        type=_positive_int,
         default=1,
         help="retries of a lost episode with the same agent (Reflexion), default 1",
     )
     ev.add_argument(
         "--agent-arg",
         action="append",
+        type=_kv_item,
         metavar="KEY=VALUE",
         help="extra agent config (JSON values), repeatable",
     )
     ev.add_argument(
         "--env-arg",
         action="append",
+        type=_kv_item,
         metavar="KEY=VALUE",
         help="extra smcplan.envs.make kwargs (JSON values), repeatable",
     )
     ev.add_argument("--out", default=None, help="run directory (default runs/<agent>-<env>)")
+    ev.add_argument(
+        "--workers",
+        type=_positive,
+        default=1,
+        help="episodes in parallel on Ray workers, each with its own env and model (default 1: "
+        "in-process); same records as 1",
+    )
+    ev.add_argument(
+        "--ray-address",
+        default=None,
+        metavar="ADDR",
+        help="connect to this Ray cluster (e.g. auto, or 10.0.0.1:6379) instead of starting one",
+    )
     ev.add_argument(
         "--retry-errors", action="store_true", help="re-run episodes that ended in an error"
     )
@@ -144,9 +260,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rp.add_argument("runs", nargs="+", help="run directories written by `smcplan eval`")
     rp.add_argument("--out", default="runs/report", help="output folder (default runs/report)")
-    rp.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    rp.add_argument("--seed", type=_non_negative_int, default=0, help="bootstrap seed (default 0)")
     rp.add_argument(
-        "--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)"
+        "--resamples", type=_positive_int, default=2000, help="bootstrap resamples (default 2000)"
     )
     rp.add_argument("--no-plots", action="store_true")
     rp.add_argument("--no-viewer", action="store_true")
@@ -166,25 +282,33 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     from smcplan.eval.runner import EvalConfig, run_eval
 
     envs = [e for item in args.env for e in item.split(",") if e]
+    agent_config, env_config = parse_kv(args.agent_arg), parse_kv(args.env_arg)
+    out = args.out or _default_out(args.agent, envs)
+    _check_eval_usage(args.agent, envs, agent_config, env_config, args.model, out)
     config = EvalConfig(
         envs=envs,
         agent=args.agent,
-        out=args.out or _default_out(args.agent, envs),
+        out=out,
         split=args.split,
-        seeds=args.seeds,
+        # --episodes caps the seeds before they are expanded (a range can be huge)
+        seeds=args.seeds.take(args.episodes) if args.seeds is not None else None,
         episodes=args.episodes,
         model=args.model,
         quantization=args.quantization,
         seed=args.seed,
         max_steps=args.max_steps,
         trials=args.trials,
-        agent_config=parse_kv(args.agent_arg),
-        env_config=parse_kv(args.env_arg),
+        agent_config=agent_config,
+        env_config=env_config,
         retry_errors=args.retry_errors,
         fail_fast=args.fail_fast,
     )
     summaries = run_eval(
-        config, progress=not args.no_progress, show=sys.stdout if args.show else None
+        config,
+        progress=not args.no_progress,
+        show=sys.stdout if args.show else None,
+        workers=args.workers,
+        ray_address=args.ray_address,
     )
     run = load_run(config.out, seed=config.seed)
     run.label = config.agent
@@ -198,6 +322,38 @@ def _cmd_eval(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return 0
+
+
+def _check_eval_usage(
+    agent: str,
+    env_names: Sequence[str],
+    agent_config: dict[str, Any],
+    env_config: dict[str, Any],
+    model: str | None,
+    out: str,
+) -> None:
+    """Usage errors of ``eval`` found before anything is written (``UnknownNameError`` and
+    ``ValueError`` become exit status 2): unknown agent/env, option keys neither takes (the
+    message lists the valid ones), ``--model`` for an agent without a model, ``--out`` a file."""
+    from smcplan import agents, envs
+    from smcplan.errors import check_options
+
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise ValueError(
+            f"--out {out!r} is an existing file; give a directory (new, or a run to resume)"
+        )
+    agents.spec(agent)
+    if model not in (None, "none") and not agents.uses_model(agent):
+        raise ValueError(f"agent {agent!r} takes no language model; drop --model {model}")
+    check_options(f"agent {agent!r} (--agent-arg)", agent_config, agents.agent_options(agent))
+    known = envs.env_names()
+    for name in env_names:
+        family = name.partition(":")[0]
+        members = [name] if name in known else [k for k in known if k.partition(":")[0] == name]
+        if not members and family not in {k.partition(":")[0] for k in known}:
+            envs.make(name)  # raises the registry's own "unknown env" error, with suggestions
+        for member in members:
+            check_options(f"env {member!r} (--env-arg)", env_config, envs.env_options(member))
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -230,20 +386,42 @@ def _cmd_list() -> int:
     return 0
 
 
+_default_showwarning = warnings.showwarning
+
+
+def _show_warning(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+    """Our own warnings (damaged run files) as one ``smcplan: warning: ...`` line."""
+    if category.__module__.startswith("smcplan"):
+        print(f"smcplan: warning: {message}", file=sys.stderr)
+    else:
+        _default_showwarning(message, category, *args, **kwargs)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``smcplan`` console script (``SMCPLAN_DEBUG=1``: full tracebacks)."""
     parser = build_parser()
-    args = parser.parse_args(argv)
     try:
-        if args.command == "eval":
-            return _cmd_eval(args)
-        if args.command == "report":
-            return _cmd_report(args)
-        return _cmd_list()
-    except KeyboardInterrupt:
-        print("\ninterrupted; re-run the same command to resume", file=sys.stderr)
-        return 130
-    except (ValueError, FileNotFoundError, ImportError) as exc:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # usage errors and --help: the status, not an exception
+        return int(exc.code or 0)
+    try:
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            if args.command == "eval":
+                return _cmd_eval(args)
+            if args.command == "report":
+                return _cmd_report(args)
+            return _cmd_list()
+    except KeyboardInterrupt as exc:  # SIGINT / SIGTERM (smcplan.interrupts.SweepInterrupted)
+        code = getattr(exc, "exit_code", 130)
+        what = exc.args[0] if exc.args else "stopped by SIGINT"
+        print(
+            f"\n{what}: the episode in flight was dropped (finished episodes are kept); "
+            "re-run the same command to resume",
+            file=sys.stderr,
+        )
+        return code
+    except (SmcplanError, ValueError, FileNotFoundError, ImportError) as exc:
         if os.environ.get("SMCPLAN_DEBUG"):
             raise
         print(f"smcplan {args.command}: error: {exc}", file=sys.stderr)

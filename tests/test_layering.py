@@ -142,7 +142,9 @@ LAYERS = layer_table()
 def test_the_layer_table_names_every_package():
     packages = {package_of(m) for m in MODULES} - {""}
     assert packages == set(LAYERS), "docs/architecture.md's diagram and smcplan/ disagree"
-    assert LAYERS["smc"][0] == 0 and LAYERS["cli"] > LAYERS["eval"]
+    # the stdlib-only base (errors, interrupts) is below smc, the lowest package of the stack
+    assert LAYERS["errors"][0] == LAYERS["interrupts"][0] == 0 and LAYERS["smc"][0] == 1
+    assert LAYERS["cli"] > LAYERS["eval"]
 
 
 def may_import(importer: str, imported: str) -> bool:

@@ -3,7 +3,8 @@
 ===============  =================================================================================
 ``random``       uniformly random admissible action (the floor)
 ``react``        ReAct (Yao et al. 2023): thought, then an admissible action; history in context
-``nesyfs``       NeSyFS (arXiv 2607.28942): KG belief, fast action + reflection, slow thinking (TSMC)
+``nesyfs``       NeSyFS (arXiv 2607.28942): KG belief, fast action + reflection, slow thinking
+(TSMC)
 ``reflexion``    Reflexion (Shinn et al. 2023): ReAct + reflections carried across trials
 ``zeroshot``     RLAW's Base-LLM baseline: the whole action sequence in one pass, open loop
 ``rlaw``         RLAW (arXiv 2607.17038): actor JSON + critic with threshold and regenerations
@@ -32,8 +33,9 @@ import importlib
 from typing import Any, NamedTuple
 
 from smcplan.agents.base import Agent, Step
+from smcplan.errors import UnknownNameError, check_options, keyword_names
 
-__all__ = ["Agent", "AgentSpec", "Step", "make", "spec", "AGENTS"]
+__all__ = ["Agent", "AgentSpec", "Step", "make", "spec", "AGENTS", "agent_options", "uses_model"]
 
 
 class AgentSpec(NamedTuple):
@@ -72,18 +74,34 @@ AGENTS: dict[str, AgentSpec] = {
 
 def spec(name: str) -> AgentSpec:
     """The registry entry of ``name``; ``ValueError`` naming the known agents if there is none."""
-    if name not in AGENTS:
-        raise ValueError(f"unknown agent {name!r}; known: {', '.join(sorted(AGENTS))}")
+    if not isinstance(name, str) or name not in AGENTS:
+        raise UnknownNameError(f"unknown agent {name!r}; known: {', '.join(sorted(AGENTS))}")
     return AGENTS[name]
+
+
+def agent_options(name: str) -> list[str]:
+    """The options ``make(name, ...)`` accepts (sorted, ``lm`` excluded), e.g. for
+    ``--agent-arg``."""
+    accepted = keyword_names(spec(name).load())
+    return sorted((accepted or frozenset()) - {"lm"})
+
+
+def uses_model(name: str) -> bool:
+    """True iff the registered agent takes a language model (``lm``)."""
+    return spec(name).lm
 
 
 def make(name: str, lm: Any = None, **config: Any) -> Agent:
     """Build the agent registered under ``name`` (e.g. ``"random"``, ``"react"``, ``"nesyfs"``).
 
-    ``lm`` is the :class:`smcplan.llm.LanguageModel` of the LLM agents (ignored by ``random``);
-    ``config`` goes to the agent's constructor (see each agent class).
+    ``lm`` is the :class:`smcplan.llm.LanguageModel` of the LLM agents (ignored by agents that
+    take none, such as ``random``); ``config`` goes to the agent's constructor (see each agent
+    class).  An unknown name, or an option the agent does not take, raises
+    :class:`~smcplan.errors.UnknownNameError` (a ``ValueError``) listing the valid ones.
     """
     factory = spec(name).load()
-    if lm is not None:
+    accepted = keyword_names(factory)
+    check_options(f"agent {name!r}", config, None if accepted is None else accepted - {"lm"})
+    if lm is not None and uses_model(name):
         config["lm"] = lm
     return factory(**config)

@@ -1,4 +1,5 @@
-"""Triplet extraction for agents: the rule-based reader, the LLM extractor, or "auto", one interface.
+"""Triplet extraction for agents: the rule-based reader, the LLM extractor, or "auto", one
+interface.
 
 An extractor maps a batch of observations (with the actions that produced them and the agent's
 location in each graph) to one list of triplets per observation, so that NeSyFS's per-step update
@@ -88,7 +89,9 @@ class Extractor:
     def llm(self) -> Any:
         if self._llm is None:
             if self.lm is None:
-                raise ValueError("the LLM triplet extractor needs lm= (a smcplan.llm.LanguageModel)")
+                raise ValueError(
+                    "the LLM triplet extractor needs lm= (a smcplan.llm.LanguageModel)"
+                )
             from smcplan.llm import TripletExtractor
 
             self._llm = TripletExtractor(self.lm)

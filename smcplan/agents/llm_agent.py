@@ -24,10 +24,17 @@ from smcplan.agents.beliefs import (
     KGBelief,
     SummaryBelief,
 )
-from smcplan.agents.context import Context, History, TokenCounter, history_budget
+from smcplan.agents.context import (
+    Context,
+    History,
+    TokenCounter,
+    history_budget,
+    model_window,
+)
 from smcplan.agents.extractors import Extractor
 from smcplan.agents.record import StepRecord, UsageMeter, clean_text
 from smcplan.agents.shortlist import DEFAULT_MAX_ACTIONS, shortlist_actions
+from smcplan.errors import SmcplanError
 
 __all__ = [
     "LLMAgent",
@@ -44,7 +51,7 @@ __all__ = [
 ACTION_MODES = ("admissible", "free")
 
 
-class AgentError(RuntimeError):
+class AgentError(SmcplanError, RuntimeError):
     """An agent broke its contract (e.g. chose an action outside the admissible set)."""
 
 
@@ -163,9 +170,11 @@ class LLMAgent:
         Seed of the agent's own random stream (proposal, thought and judge sampling).
     context
         ``"history"``, ``"kg"`` or ``"belief"`` (default: the class's ``default_context``).
-    history_tokens, reserve_tokens, max_observation_chars
+    history_tokens, reserve_tokens, max_observation_chars, history_block
         History budget ``min(history_tokens, window - reserve_tokens)`` tokens; each past
-        observation is clipped to ``max_observation_chars`` characters.
+        observation is clipped to ``max_observation_chars`` characters; old turns are dropped
+        ``history_block`` at a time (3), so the prompt's beginning stays the same for several
+        steps and the model's prefix cache reuses it.
     extractor, env_kind, kg_hops, kg_limit
         KG context: ``"rule"``, ``"llm"`` or ``"auto"`` triplet extraction
         (:mod:`smcplan.agents.extractors`), the benchmark's rule set, and the retrieval's hops
@@ -201,6 +210,7 @@ class LLMAgent:
         history_tokens: int = 512,
         reserve_tokens: int = 1024,
         max_observation_chars: int = 400,
+        history_block: int = 3,
         extractor: str = "auto",
         env_kind: str | None = None,
         kg_hops: int = 2,
@@ -220,7 +230,11 @@ class LLMAgent:
             raise ValueError(
                 f"action_mode must be one of {', '.join(ACTION_MODES)}; got {action_mode!r}"
             )
-        if isinstance(action_tokens, bool) or not isinstance(action_tokens, int) or action_tokens < 1:
+        if (
+            isinstance(action_tokens, bool)
+            or not isinstance(action_tokens, int)
+            or action_tokens < 1
+        ):
             raise ValueError(f"action_tokens must be a positive integer; got {action_tokens!r}")
         self.action_mode = action_mode
         self.action_tokens = action_tokens
@@ -243,8 +257,11 @@ class LLMAgent:
         self._meter = UsageMeter([lm])
         self._usage_mark = self._meter.snapshot()
         self.counter = TokenCounter(lm)
-        self.history = History(max_observation_chars)
+        self.history = History(max_observation_chars, block=history_block)
         self.history_budget = history_budget(lm, history_tokens, reserve_tokens)
+        #: Tokens the whole context view may take (:meth:`Context.fit`): ``W - reserve_tokens``.
+        self.context_budget = max(1, model_window(lm) - int(reserve_tokens))
+        self._context_cuts: dict[str, list[int]] = {}
         if proposer is None:
             from smcplan.llm import ActionProposal
 
@@ -275,7 +292,17 @@ class LLMAgent:
 
     # ------------------------------------------------------------------ protocol
     def reset(self, task: str, observation: str, admissible_actions: list[str]) -> None:
-        """Start an episode: clear the history and the belief, then :meth:`on_reset`."""
+        """Start an episode: clear the history, the belief and the model's prefix cache, then
+        :meth:`on_reset`.
+
+        Clearing the prefix cache (:mod:`smcplan.llm.prefix_cache`) makes an episode independent
+        of the episodes run before it in the same process, bit for bit: a cached prefix changes
+        log-probabilities in the last fp32 bits, so without it ``--workers N`` could differ from
+        ``--workers 1``. Reuse within the episode, where nearly all of it is, stays.
+        """
+        cache = getattr(self.lm, "prefix_cache", None)
+        if cache is not None:
+            cache.clear()
         self.task = task
         self.t = 0
         self.last_action = None
@@ -300,7 +327,10 @@ class LLMAgent:
         shown = self.shown_actions(admissible)
         if len(shown) < len(admissible):
             rec.extra["shortlist"] = [len(shown), len(admissible)]
+        self._context_cuts = {}
         decision = self.decide(observation, shown, self.last_info, rec)
+        if self._context_cuts:
+            rec.extra["context_truncated"] = dict(self._context_cuts)
         if self.free:
             if not decision.action.strip():
                 raise AgentError(f"{self.name} wrote an empty action")
@@ -375,14 +405,23 @@ class LLMAgent:
         """Task, memory (history / KG facts / belief), notes and the current observation."""
         ctx = Context(self.task, observation, notes=[*self.notes(), *notes])
         self.belief.fill(ctx)
+        return self.fit(ctx)
+
+    def fit(self, ctx: Context) -> Context:
+        """``ctx`` cut to :attr:`context_budget` tokens; the cuts go to this step's record
+        (``extra["context_truncated"] = {section: [tokens before, after]}``)."""
+        for section, sizes in ctx.fit(self.context_budget, self.counter).items():
+            before = self._context_cuts.get(section, sizes)[0]
+            self._context_cuts[section] = [before, sizes[1]]
         return ctx
 
     def propose(
         self, ctx: Context, admissible: list[str], feedback: Sequence[str] = ()
     ) -> Candidate:
-        """One action from the proposal role, with ``feedback`` shown as notes: admissible, or
-        written under :attr:`action_verbs` in free mode."""
-        view = ctx.with_notes(feedback) if feedback else ctx
+        """One action from the proposal role, with ``feedback`` shown after the observation
+        (:meth:`Context.with_feedback`): admissible, or written under :attr:`action_verbs` in
+        free mode."""
+        view = self.fit(ctx.with_feedback(feedback)) if feedback else ctx
         free = {"verbs": self.action_verbs} if self.free else {}
         (p,) = self.proposer(
             [self.task], [view.triplets], [view.for_proposal()], [admissible],

@@ -12,18 +12,32 @@ One step, as in DESIGN.md ("Data flow of one NeSyFS step"):
    module as a note ('"a" was rejected: <thought>') and it proposes again (by default among the
    actions not yet rejected this step, ``exclude_rejected``);
 4. **slow thinking** — after K = 3 rejections, :class:`~smcplan.agents.slow_thinking.SlowThinker`
-   runs ``smcplan.plan(task, kg, admissible, lm=...)`` (N particles, horizon H, λ, weighting;
-   the planner's language-model components, each particle with its own copy of the graph
-   updated by the agent's extractor) and the agent executes its first action.
+   runs ``smcplan.plan(task, kg, admissible, ...)`` (a :class:`~smcplan.planning.PlannerConfig`:
+   N particles, horizon H, λ, weighting, world model, progress twist; each particle with its own
+   copy of the graph updated by the agent's extractor) and the agent executes its first action.
 
-Ablations (constructor flags): ``context="history"`` (the trajectory instead of the KG),
-``context="belief"`` (an ABBEL-style language belief summary instead of the KG),
-``reflection=False`` (execute the fast action), ``slow_thinking=False`` (after K rejections
-execute the rejected proposal with the highest yes-fraction, ``executed="fallback"``).
+Slow-thinking options (fixed names, DESIGN.md; also ``smcplan eval --agent-arg KEY=VALUE``):
 
-Defaults are sized for SmolLM2-135M on 2 CPU cores (N = 4, H = 2, 32-token predicted
-observations, 32-token reflection answers, rule-based extraction where the benchmark format is
-known); the paper's values are N, H and λ as configured by the user.
+* ``slow_thinking="after_rejections"`` (default: plan after K rejections), ``"always"`` (plan
+  every step, no fast module and no reflection: the paper's "removing reflection" ablation) or
+  ``"never"`` (after K rejections execute the rejected proposal with the highest yes-fraction,
+  ``executed="fallback"``).  For compatibility ``True`` means ``"after_rejections"`` and
+  ``False`` means ``"never"``.
+* ``world_model="lm"`` (the model predicts observations) or ``"simulator"`` (each particle steps
+  its own ``clone()`` of the environment, which the eval harness hands over through
+  :meth:`NeSyFSAgent.attach_simulator`: an **oracle** world model, labelled so in run configs and
+  report rows).
+* ``progress="lm" | "env" | "rlvmr" | "novelty"`` or a ``+``-sum such as ``"env+novelty"``
+  (:mod:`smcplan.planning.progress`); ``plan_proposal="lm" | "uniform"``; ``tie_break``.
+
+Other ablations: ``context="history"`` (the trajectory instead of the KG), ``context="belief"``
+(an ABBEL-style language belief summary instead of the KG), ``reflection=False`` (execute the
+fast action).
+
+Defaults are sized for SmolLM2-135M on 2 CPU cores (:class:`~smcplan.planning.PlannerConfig`:
+N = 4, H = 2, 32-token predicted observations; 32-token reflection answers, rule-based
+extraction where the benchmark format is known); the paper's values are N, H and λ as
+configured by the user.
 
 Imports the agents' shared parts and, lazily, ``smcplan.llm``; never ``smcplan.eval`` /
 ``smcplan.cli``.
@@ -31,15 +45,35 @@ Imports the agents' shared parts and, lazily, ``smcplan.llm``; never ``smcplan.e
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from smcplan.agents.beliefs import KGBelief
 from smcplan.agents.context import Context
 from smcplan.agents.llm_agent import Candidate, Decision, Judgement, LLMAgent
 from smcplan.agents.record import StepRecord
-from smcplan.agents.slow_thinking import SlowThinker, summarize
+from smcplan.agents.slow_thinking import SlowThinker, first_action_line, summarize
+from smcplan.planning import PlannerConfig, PlanningError, Retrieval
+from smcplan.planning.progress import Seen
+from smcplan.planning.simulator import check_clone_factory
 
-__all__ = ["NeSyFSAgent"]
+__all__ = ["NeSyFSAgent", "SLOW_THINKING"]
+
+#: When the planner runs (module docstring).
+SLOW_THINKING = ("after_rejections", "always", "never")
+
+
+def slow_thinking_mode(value: Any) -> str:
+    """``True`` -> ``"after_rejections"``, ``False`` -> ``"never"``; a name is checked."""
+    if value is True:
+        return "after_rejections"
+    if value is False:
+        return "never"
+    if value not in SLOW_THINKING:
+        raise ValueError(
+            f"unknown slow_thinking {value!r}; known: {', '.join(SLOW_THINKING)} (or True/False)"
+        )
+    return str(value)
 
 
 class NeSyFSAgent(LLMAgent):
@@ -47,8 +81,15 @@ class NeSyFSAgent(LLMAgent):
 
     Parameters (beyond :class:`~smcplan.agents.llm_agent.LLMAgent`'s)
     ----------------------------------------------------------------
-    reflection, slow_thinking
-        Ablation switches (both on by default).
+    reflection
+        Ablation switch (on by default).
+    slow_thinking, world_model, progress, plan_proposal, tie_break
+        When the planner runs and with what (module docstring; defaults ``"after_rejections"``,
+        ``"lm"``, ``"lm"``, ``"lm"``, ``"proposal"``).
+    planner_config, retrieval
+        A whole :class:`~smcplan.planning.PlannerConfig` (the keyword settings override it) and
+        the graph retrieval :class:`~smcplan.planning.Retrieval` (default: ``kg_hops`` and
+        ``kg_limit``, the agent's own).
     reflection_samples, reflection_threshold, reflection_temperature
         n, the acceptance fraction (5 and 0.8) and the sampling temperature of the reflection.
     reflection_tokens
@@ -62,7 +103,8 @@ class NeSyFSAgent(LLMAgent):
         then proposes something else, SmolLM2-135M mostly re-proposes the same action (measured:
         docs/agents.md), so this is on by default; ``False`` gives the paper's plain feedback.
     num_particles, horizon, lam, weighting, resampling, ess_threshold, choice, observation_tokens
-        The slow thinker's settings (:class:`~smcplan.agents.slow_thinking.SlowThinker`).
+        The slow thinker's settings (fields of :class:`~smcplan.planning.PlannerConfig`; ``None``
+        keeps its default).
     reflector
         Replaces the reflection role: ``reflector(tasks, contexts, actions, seed=) -> [Verdict]``
         (e.g. a test double that always says No).
@@ -79,21 +121,27 @@ class NeSyFSAgent(LLMAgent):
         lm: Any = None,
         *,
         reflection: bool = True,
-        slow_thinking: bool = True,
+        slow_thinking: str | bool = "after_rejections",
+        world_model: str | None = None,
+        progress: str | None = None,
+        plan_proposal: str | None = None,
+        tie_break: str | None = None,
+        planner_config: PlannerConfig | None = None,
+        retrieval: Retrieval | None = None,
         reflection_samples: int = 5,
         reflection_threshold: float = 0.8,
         reflection_temperature: float = 1.0,
         reflection_tokens: int | None = 32,
         max_rejections: int = 3,
         exclude_rejected: bool = True,
-        num_particles: int = 4,
-        horizon: int = 2,
-        lam: float = 1.0,
-        weighting: str = "nesyfs",
-        resampling: str = "systematic",
-        ess_threshold: float = 1.0,
-        choice: str = "sample",
-        observation_tokens: int = 32,
+        num_particles: int | None = None,
+        horizon: int | None = None,
+        lam: float | None = None,
+        weighting: str | None = None,
+        resampling: str | None = None,
+        ess_threshold: float | None = None,
+        choice: str | None = None,
+        observation_tokens: int | None = None,
         reflector: Any = None,
         planner: Any = None,
         temperature: float = 1.0,
@@ -104,8 +152,9 @@ class NeSyFSAgent(LLMAgent):
         kg_hops, kg_limit = config.get("kg_hops", 2), config.get("kg_limit", 24)
         if max_rejections < 1:
             raise ValueError(f"max_rejections (K) must be >= 1; got {max_rejections}")
-        self.use_reflection = bool(reflection)
-        self.use_slow_thinking = bool(slow_thinking)
+        self.slow_thinking = slow_thinking_mode(slow_thinking)
+        self.use_reflection = bool(reflection) and self.slow_thinking != "always"
+        self.use_slow_thinking = self.slow_thinking != "never"
         self.max_rejections = int(max_rejections)
         self.exclude_rejected = bool(exclude_rejected)
         if self.use_reflection and reflector is None:
@@ -119,29 +168,76 @@ class NeSyFSAgent(LLMAgent):
                 settings={"max_new_tokens": reflection_tokens} if reflection_tokens else None,
             )
         self.reflector = reflector
+        given = dict(
+            num_particles=num_particles,
+            horizon=horizon,
+            lam=lam,
+            weighting=weighting,
+            resampling=resampling,
+            ess_threshold=ess_threshold,
+            choice=choice,
+            observation_tokens=observation_tokens,
+            world_model=world_model,
+            progress=progress,
+            proposal=plan_proposal,
+            tie_break=tie_break,
+        )
+        if planner_config is not None and not isinstance(planner_config, PlannerConfig):
+            raise PlanningError(
+                "planner_config must be a smcplan.planning.PlannerConfig; "
+                f"got {type(planner_config).__name__}"
+            )
+        self.planner_config = (
+            (planner_config or PlannerConfig())
+            ._replace(**{k: v for k, v in given.items() if v is not None})
+            .validated()
+        )
+        self.retrieval = (retrieval or Retrieval(kg_hops, kg_limit)).validated()
         if self.use_slow_thinking and planner is None:
             planner = SlowThinker(
                 lm,
-                num_particles=num_particles,
-                horizon=horizon,
-                lam=lam,
-                weighting=weighting,
-                resampling=resampling,
-                ess_threshold=ess_threshold,
-                choice=choice,
-                observation_tokens=observation_tokens,
-                retrieve_k=kg_hops,
-                retrieve_limit=kg_limit,
+                config=self.planner_config,
+                retrieval=self.retrieval,
+                shortlist=self.shown_actions,
             )
         self.planner = planner
+        self._seen = Seen()
+
+    # ------------------------------------------------------------------ the simulator
+    @property
+    def needs_simulator(self) -> bool:
+        """True when slow thinking uses the simulator world model (the harness then calls
+        :meth:`attach_simulator` with a clone factory of the real environment)."""
+        return self.use_slow_thinking and self.planner_config.world_model == "simulator"
+
+    def attach_simulator(self, factory: Callable[[], Any] | None, env: Any = None) -> None:
+        """Give the planner a clone factory of the real environment (e.g. ``env.clone``).  A
+        clear error names the environments that support it when ``env`` cannot be cloned."""
+        factory = check_clone_factory(factory, env)
+        attach = getattr(self.planner, "attach_simulator", None)
+        if callable(attach):
+            attach(factory)
+
+    def on_reset(self, task: str, observation: str, admissible: list[str]) -> None:
+        self._seen = Seen()
+        self._observe(observation, None, {})
+
+    def _observe(self, observation: str, action: str | None, info: dict[str, Any]) -> None:
+        """Add the real observation to what the episode has seen (novelty / rlvmr twists)."""
+        env_kind = getattr(getattr(self.belief, "extractor", None), "_rules", None) or "auto"
+        self._seen = self._seen.after(observation, action, info, env_kind)
 
     # ------------------------------------------------------------------ the step
     def decide(
         self, observation: str, admissible: list[str], info: dict[str, Any], rec: StepRecord
     ) -> Decision:
         ctx = self.context(observation)
+        if self.t > 0:
+            self._observe(observation, self.last_action, info)
         if isinstance(self.belief, KGBelief):
             rec.extra["kg_retrieved"] = [f"({s}, {r}, {o})" for s, r, o in ctx.triplets]
+        if self.slow_thinking == "always":
+            return self.think_slowly(ctx, admissible, rec)
 
         def fast(feedback: list[str]) -> Candidate:
             allowed = admissible
@@ -169,7 +265,8 @@ class NeSyFSAgent(LLMAgent):
 
     def reflect(self, ctx: Context, cand: Candidate, rec: StepRecord) -> Judgement:
         """n reflection samples on ``cand``; accept iff the yes-fraction reaches the threshold."""
-        view = ctx.with_notes([f"The agent's reasoning: {cand.thought}"]) if cand.thought else ctx
+        reasoning = [f"The agent's reasoning: {cand.thought}"] if cand.thought else []
+        view = ctx.with_feedback(reasoning) if reasoning else ctx
         (verdict,) = self.reflector(
             [self.task], [view.situation()], [cand.action], seed=self.next_seed()
         )
@@ -191,14 +288,18 @@ class NeSyFSAgent(LLMAgent):
             admissible,
             self.next_seed(),
             extractor=kg_belief.extractor if kg_belief is not None else None,
+            seen=self._seen,
         )
         summary = summarize(result)
         rec.planned(summary)
         rec.executed = "planner"
         action = str(result.action)
-        mass = summary["action_mass"].get(action, 0.0)
+        world = (
+            "oracle world model" if summary["oracle"] else f"{summary['world_model']} world model"
+        )
         thought = (
-            f"slow thinking: {result.num_particles} particles, {result.horizon} steps ahead; "
-            f"'{action}' carries weight {mass:.2f}"
+            f"slow thinking ({world}, twist {summary['twist']}): {result.num_particles} particles, "
+            f"{result.horizon} steps ahead; first actions {first_action_line(summary)}; "
+            f"chose '{action}', decided by {summary['decided_by']}"
         )
         return Decision(action, thought)

@@ -9,6 +9,7 @@ import random
 from typing import Any
 
 from smcplan.agents.base import Step
+from smcplan.errors import check_int
 
 
 class RandomAgent:
@@ -16,12 +17,14 @@ class RandomAgent:
 
     name = "random"
 
-    def __init__(self, seed: int = 0, **_: Any) -> None:
+    def __init__(self, seed: int = 0) -> None:
+        seed = check_int(seed, "seed")
         self._seed = seed
         self._rng = random.Random(seed)
 
     def reset(self, task: str, observation: str, admissible_actions: list[str]) -> None:
-        """Start an episode; the random stream continues across episodes (seeded at construction)."""
+        """Start an episode; the random stream continues across episodes (seeded at construction).
+        """
 
     def act(self, observation: str, admissible_actions: list[str], info: dict[str, Any]) -> Step:
         if not admissible_actions:

@@ -15,16 +15,47 @@ harness writes it into the step JSONL as is):
 ``reflection_yes_fraction`` one fraction per reflection call (same order)
 ``critic_scores``           one score in [0, 1] per critic call
 ``slow_thinking``           whether the planner ran this step
-``plan``                    ``PlanResult.to_dict()`` of that run (``None`` otherwise)
+``plan``                    the planner's record of that run (``None`` otherwise), below
 ``llm_calls``               model calls made inside this ``act`` (sampling and scoring calls)
 ``llm_tokens``              prompt + generated + scored tokens of those calls
-``llm_usage``               the four counters separately (``calls``, ``prompt_tokens``,
-                            ``generated_tokens``, ``scored_tokens``)
+``llm_usage``               the counters separately (``calls``, ``prompt_tokens``,
+                            ``generated_tokens``, ``scored_tokens``, ``cached_tokens``: the
+                            part of ``prompt_tokens`` served by the prefix cache)
 ``llm_usage_between``       the same counters for model work since the previous step outside
                             ``act`` (``reset``, ``end_episode``: belief set-up, reflections)
 ``executed``                how the action was chosen: ``"proposal"`` (first accepted or only
                             proposal), ``"planner"``, ``"fallback"`` (best of the rejected ones)
 ==========================  ====================================================================
+
+``plan`` (:func:`smcplan.agents.slow_thinking.summarize`) is ``PlanResult.to_dict()``
+(``action``, ``action_mass``, ``chosen_index``, ``weighting``, ``horizon``, ``num_particles``,
+``log_Z``, ``ess``, ``resampled``, ``calls``, ``config``) plus:
+
+==================  ==========================================================================
+``world_model``     ``"lm"`` or ``"simulator"``
+``oracle``          True for the simulator world model (particles step clones of the real env)
+``twist``           the progress twist, e.g. ``"env+novelty"``
+``degenerate``      every particle had the same progress at every step (weights uninformative)
+``tie_break``       the rule that chose because of that (``"proposal"``), else ``null``
+``decided_by``      the twist parts whose progress differed between particles, or the tie-break
+``imagined``        the chosen particle's ``{"action", "observation"}`` steps
+``trace``           the whole run, below
+==================  ==========================================================================
+
+``trace`` = ``{"steps": [...], "chosen_index": int | null, "action": str, "truncated": bool}``,
+one entry per planning step ``t`` with N-long lists (particle ``i`` of step ``t``):
+
+* ``"t"``: 1-based step; ``"actions"``: the proposed actions; ``"observations"``: the world
+  model's observations (clipped to 160 characters);
+* ``"ancestors"``: index of each particle's parent in the previous step's lists (the identity
+  at ``t = 1``);
+* ``"delta"`` / ``"log_psi"``: the twist's progress and log-potential (``null`` when the twist
+  gave none); ``"log_weights"`` / ``"weights"``: normalised, after the reweighting;
+* ``"ess"``: effective sample size after the reweighting; ``"resampled"``: whether resampling
+  ran before the step.
+
+The trace is kept in full for N <= 64 and H <= 8; beyond that the first 64 particles and 8 steps
+are kept and ``truncated`` is true.  Non-finite floats are spelled ``"-inf"`` / ``"nan"``.
 
 Agents add their own keys (``kg_added``, ``kg_removed``, ``kg_size``, ``belief``, ``tag``
 rewards, ...) beside these; they never reuse a schema key for something else. Counts come from
@@ -43,7 +74,7 @@ from typing import Any
 
 __all__ = ["StepRecord", "UsageMeter", "SCHEMA_KEYS", "USAGE_KEYS", "jsonable", "clean_text"]
 
-USAGE_KEYS = ("calls", "prompt_tokens", "generated_tokens", "scored_tokens")
+USAGE_KEYS = ("calls", "prompt_tokens", "generated_tokens", "scored_tokens", "cached_tokens")
 
 SCHEMA_KEYS = (
     "agent",
@@ -167,7 +198,9 @@ class StepRecord:
         self.slow_thinking = True
         self.plan = summary
 
-    def finish(self, usage: dict[str, int], between: dict[str, int] | None = None) -> dict[str, Any]:
+    def finish(
+        self, usage: dict[str, int], between: dict[str, int] | None = None
+    ) -> dict[str, Any]:
         """The meta dict (module docstring): ``usage`` = the counter differences over ``act``,
         ``between`` = those since the previous step, outside ``act``."""
         clash = set(self.extra) & set(SCHEMA_KEYS)

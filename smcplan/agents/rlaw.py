@@ -60,7 +60,8 @@ DECODINGS = ("json", "scored")
 def discounted_return(
     r_env: list[float], r_critique: list[float], gamma: float = 0.95, lam: float = 0.5
 ) -> float:
-    r""":math:`\sum_t \gamma^t (R^{\mathrm{env}}_t + \lambda R^{\mathrm{crit}}_t)` (module docstring)."""
+    r""":math:`\sum_t \gamma^t (R^{\mathrm{env}}_t + \lambda R^{\mathrm{crit}}_t)` (module
+    docstring)."""
     if len(r_env) != len(r_critique):
         raise ValueError(f"got {len(r_env)} env rewards but {len(r_critique)} critique rewards")
     return float(sum(gamma**t * (e + lam * c) for t, (e, c) in enumerate(zip(r_env, r_critique))))
@@ -289,7 +290,9 @@ class RLAWAgent(LLMAgent):
         if self.use_critic and critic is None:
             from smcplan.llm import Critic
 
-            critic = Critic(critic_lm if critic_lm is not None else lm, temperature=critic_temperature)
+            critic = Critic(
+                critic_lm if critic_lm is not None else lm, temperature=critic_temperature
+            )
         self.critic = critic
         if critic_lm is not None:
             self.register_lm(critic_lm)

@@ -2,7 +2,8 @@ r"""RLVMR (arXiv 2507.22844): one meta-reasoning tag, then the action; verifiabl
 
 Each step the model answers in RLVMR's format,
 
-    ``<planning>|<explore>|<reflection>|<monitor>`` one sentence ``</tag>`` ``<action>`` a ``</action>``
+    ``<planning>|<explore>|<reflection>|<monitor>`` one sentence ``</tag>`` ``<action>`` a
+    ``</action>``
 
 in three model calls on the same prompt (task, memory, the current plan, admissible actions).
 Both choices — the mode and the action — use the step's verifiable reward (the rules of
@@ -40,7 +41,8 @@ written action cannot be reweighted by the rule, so ``guidance`` must be 0 (the 
 works). An inadmissible action is rejected by the environment and the next step's reflection
 reward applies, as in the paper.
 
-Why both levels of the guide: measured with SmolLM2-135M on TextWorldExpress coin (docs/agents_rlaw_rlvmr.md),
+Why both levels of the guide: measured with SmolLM2-135M on TextWorldExpress coin
+(docs/agents_rlaw_rlvmr.md),
 the model's own tags are mostly ``planning`` (about 60 %) and rarely ``explore`` (about 3 %), so
 guiding the action alone left 12 of 20 actions repeated; guiding the mode as well is what breaks
 the "open door to east" loop. The records show it: ``rlvmr_tag_logp`` (the model's tag scores),

@@ -111,7 +111,8 @@ class TaggedStep:
 
 @dataclass(frozen=True)
 class RewardConfig:
-    """Reward sizes (defaults: the authors' released configuration) and the first-step convention."""
+    """Reward sizes (defaults: the authors' released configuration) and the first-step convention.
+    """
 
     planning: float = 1.0
     explore: float = 1.0

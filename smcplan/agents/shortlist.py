@@ -48,7 +48,9 @@ def _relevance(w: frozenset[str], task: frozenset[str]) -> int:
     return 2 * len(w & task) - len(w - task)
 
 
-def shortlist_actions(admissible: Sequence[str], task: str, k: int = DEFAULT_MAX_ACTIONS) -> list[str]:
+def shortlist_actions(
+    admissible: Sequence[str], task: str, k: int = DEFAULT_MAX_ACTIONS
+) -> list[str]:
     """At most ``k`` of ``admissible`` (all of them when there are ``<= k``), in their order."""
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ValueError(f"k must be a positive integer; got {k!r}")

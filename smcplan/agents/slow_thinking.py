@@ -1,19 +1,23 @@
 r"""NeSyFS slow thinking: the planner's text entry point, sized and wired for the agents.
 
-After K rejections NeSyFS calls ``smcplan.plan(task, memory, admissible_actions, lm=...)``
+NeSyFS calls ``smcplan.plan(task, memory, admissible_actions, ...)``
 (:func:`smcplan.planning.text_components.plan_text`): N particles, each a copy of the agent's
 belief graph plus imagined (action, observation) steps, are propagated H steps with **one batched
-model call per role for all particles** (proposal over the current admissible actions,
-observation model + triplet update of each particle's graph copy, progress judge), reweighted
-(``weighting="nesyfs"``: :math:`\omega \leftarrow \omega e^{\lambda\delta}`; ``"twisted"``:
-properly weighted twisted SMC) and resampled; the first action of a surviving particle is
-executed. :class:`SlowThinker` fixes the settings once per agent, builds the roles once, and
-hands the planner the agent's own triplet extractor (so imagined observations are read the way
-real ones are).
+call per role for all particles**, reweighted (``weighting="nesyfs"``:
+:math:`\omega \leftarrow \omega e^{\lambda\delta}`; ``"twisted"``: properly weighted twisted SMC)
+and resampled; the first action of a surviving particle is executed. :class:`SlowThinker` fixes
+the settings once per agent (a :class:`~smcplan.planning.PlannerConfig` and a
+:class:`~smcplan.planning.Retrieval`), builds the roles once, and hands the planner the agent's
+own triplet extractor (so imagined observations are read the way real ones are), what the
+episode has seen (:class:`~smcplan.planning.progress.Seen`, for the novelty and rlvmr twists)
+and, with ``world_model="simulator"``, the clone factory the harness gave the agent (an oracle
+world model).
 
 Without a graph (the ``context="history"`` / ``"belief"`` ablations) the particles carry the
-current observation and their imagined steps only: the planner's text particles have no slot for
-the agent's history or belief summary.
+current observation and their imagined steps only.
+
+:func:`summarize` turns a :class:`~smcplan.planning.PlanResult` into the step record's
+``meta["plan"]`` (schema: :mod:`smcplan.agents.record`), trace included.
 
 Imports ``smcplan.planning`` and (lazily) ``smcplan.llm``; never ``smcplan.eval`` /
 ``smcplan.cli``.
@@ -21,72 +25,78 @@ Imports ``smcplan.planning`` and (lazily) ``smcplan.llm``; never ``smcplan.eval`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from smcplan.agents.context import Context, clip_text
 from smcplan.agents.extractors import Extractor
 from smcplan.memory import KnowledgeGraph
-from smcplan.planning import PlanResult
-from smcplan.planning.tsmc import validate_config
+from smcplan.planning import PlannerConfig, PlanningError, PlanResult, Retrieval
+from smcplan.planning.config import parse_progress
+from smcplan.planning.progress import Seen
 
-__all__ = ["SlowThinker", "summarize"]
+__all__ = ["SlowThinker", "summarize", "first_action_line"]
 
 
 class SlowThinker:
     r"""Runs :func:`smcplan.plan` (text entry) from the agent's state; returns its
     :class:`~smcplan.planning.PlanResult`.
 
-    ``num_particles`` N, ``horizon`` H, ``lam`` :math:`\lambda`, ``weighting``, ``resampling``,
-    ``ess_threshold`` and ``choice`` go to the planner; ``observation_tokens`` bounds each
-    predicted observation; ``retrieve_k``/``retrieve_limit`` are the particles' KG retrieval.
-    Roles default to :class:`smcplan.llm.ActionProposal` (no thought, temperature 1: particles
-    diversify), :class:`smcplan.llm.ObservationModel` and :class:`smcplan.llm.ProgressModel` on
-    ``lm``; pass ``proposer``, ``observation_model`` or ``progress_model`` to replace them.
+    ``config``: the :class:`~smcplan.planning.PlannerConfig` (its fields may also be given as
+    keywords, e.g. ``num_particles=3``, overriding it); ``retrieval``: the particles' graph
+    retrieval.  Roles default to :class:`smcplan.llm.ActionProposal` (no thought, temperature
+    1: particles diversify), :class:`smcplan.llm.ObservationModel` and
+    :class:`smcplan.llm.ProgressModel` on ``lm``, built only when the configuration uses them;
+    pass ``proposer``, ``observation_model`` or ``progress_model`` to replace them.
+    ``simulator``: the clone factory (``world_model="simulator"``; also settable later with
+    :meth:`attach_simulator`); ``shortlist``: the agent's action shortlist for simulator particles.
     """
 
     def __init__(
         self,
         lm: Any,
         *,
-        num_particles: int = 4,
-        horizon: int = 2,
-        lam: float = 1.0,
-        weighting: str = "nesyfs",
-        resampling: str = "systematic",
-        ess_threshold: float = 1.0,
-        choice: str = "sample",
-        observation_tokens: int = 32,
-        retrieve_k: int = 2,
-        retrieve_limit: int = 20,
+        config: PlannerConfig | None = None,
+        retrieval: Retrieval | None = None,
         proposer: Any = None,
         observation_model: Any = None,
         progress_model: Any = None,
+        simulator: Callable[[], Any] | None = None,
+        shortlist: Callable[[list[str]], list[str]] | None = None,
+        **options: Any,
     ) -> None:
-        validate_config(num_particles, horizon, weighting, lam, choice, ess_threshold, resampling)
+        unknown = sorted(set(options) - set(PlannerConfig._fields))
+        if unknown:
+            raise PlanningError(
+                f"unknown slow-thinking option(s) {', '.join(map(repr, unknown))}; "
+                f"known: {', '.join(PlannerConfig._fields)}"
+            )
+        self.config = (config or PlannerConfig())._replace(**options).validated()
+        self.retrieval = (retrieval or Retrieval()).validated()
         self.lm = lm
-        self.config: dict[str, Any] = dict(
-            num_particles=int(num_particles),
-            horizon=int(horizon),
-            lam=float(lam),
-            weighting=weighting,
-            resampling=resampling,
-            ess_threshold=float(ess_threshold),
-            choice=choice,
-            retrieve_k=int(retrieve_k),
-            retrieve_limit=int(retrieve_limit),
-        )
-        if proposer is None or observation_model is None or progress_model is None:
+        cfg = self.config
+        if lm is not None:
             from smcplan.llm import ActionProposal, ObservationModel, ProgressModel
 
-            proposer = proposer or ActionProposal(lm, temperature=1.0, think=False)
-            observation_model = observation_model or ObservationModel(
-                lm, max_new_tokens=observation_tokens
-            )
-            progress_model = progress_model or ProgressModel(lm)
+            if proposer is None and cfg.proposal == "lm":
+                proposer = ActionProposal(lm, temperature=1.0, think=False)
+            if observation_model is None and cfg.world_model == "lm":
+                observation_model = ObservationModel(lm, max_new_tokens=cfg.observation_tokens)
+            if progress_model is None and "lm" in parse_progress(cfg.progress):
+                progress_model = ProgressModel(lm)
         self.proposer = proposer
         self.observation_model = observation_model
         self.progress_model = progress_model
+        self.simulator = simulator
+        self.shortlist = shortlist
+
+    @property
+    def twist_name(self) -> str:
+        return self.config.progress
+
+    def attach_simulator(self, factory: Callable[[], Any] | None) -> None:
+        """Use ``factory`` (a clone factory of the real environment) as the world model."""
+        self.simulator = factory
 
     def __call__(
         self,
@@ -95,12 +105,20 @@ class SlowThinker:
         admissible: Sequence[str],
         seed: int,
         extractor: Extractor | None = None,
+        seen: Seen | None = None,
     ) -> PlanResult:
         """Plan from the real observation ``ctx.observation`` and ``kg`` (the agent's graph,
         copied per particle, never written); ``extractor`` reads the imagined observations
-        (``None``: the particles' graphs are not updated)."""
+        (``None``: the particles' graphs are not updated); ``seen``: the episode so far."""
         from smcplan.planning import plan
 
+        if self.config.world_model == "simulator" and self.simulator is None:
+            raise PlanningError(
+                "world_model='simulator' but no clone factory was attached: the eval harness "
+                "attaches one (smcplan eval ... --agent-arg world_model=simulator); by hand call "
+                "agent.attach_simulator(env.clone)"
+            )
+        env_kind = getattr(extractor, "_rules", None) or "auto"
         return plan(
             ctx.task,
             kg,
@@ -108,20 +126,49 @@ class SlowThinker:
             lm=self.lm,
             observation=ctx.observation,
             key=int(seed),
+            config=self.config,
+            retrieval=self.retrieval,
+            simulator=self.simulator,
+            seen=seen,
             extractor=extractor if extractor is not None else "none",
+            env_kind=env_kind,
+            shortlist=self.shortlist,
             proposer=self.proposer,
             observation_model=self.observation_model,
             progress_model=self.progress_model,
-            **self.config,
         )
 
 
+def first_action_line(summary: dict[str, Any], limit: int = 4) -> str:
+    """``"'open door to north' 0.62, 'move west' 0.25"``: the particles' first actions by weight."""
+    mass = sorted(summary.get("action_mass", {}).items(), key=lambda kv: -kv[1])[:limit]
+    return ", ".join(f"'{a}' {m:.2f}" for a, m in mass)
+
+
 def summarize(result: PlanResult, max_chars: int = 160) -> dict[str, Any]:
-    """``result.to_dict()`` plus the imagined ``(action, observation)`` steps of the chosen
-    particle (when the planner sampled one)."""
+    """``meta["plan"]`` of a step record (schema in :mod:`smcplan.agents.record`):
+    ``result.to_dict()`` plus ``world_model``, ``oracle``, ``twist``, ``decided_by`` (the twist
+    parts whose progress differed between particles, or ``"tie-break: proposal"``), the chosen
+    particle's imagined steps and the full ``trace``."""
     out = result.to_dict()
+    cfg = result.config
+    world = cfg.get("world_model_kind", "lm")
+    out["world_model"] = world
+    out["oracle"] = bool(cfg.get("oracle", world == "simulator"))
+    out["twist"] = cfg.get("progress", cfg.get("twist"))
+    out["degenerate"] = bool(result.degenerate)
+    out["tie_break"] = result.tie_break
+    if result.tie_break is not None:
+        out["decided_by"] = f"tie-break: {result.tie_break}"
+    elif "informative" in cfg:
+        out["decided_by"] = (
+            cfg["informative"] or "sampling (the twist gave all particles the same progress)"
+        )
+    else:
+        out["decided_by"] = str(out["twist"])
     j = result.chosen_index
     if j is not None and isinstance(result.particles, list):
         steps = getattr(result.particles[j], "steps", ())
         out["imagined"] = [{"action": a, "observation": clip_text(o, max_chars)} for a, o in steps]
+    out["trace"] = result.trace(obs_chars=max_chars)
     return out

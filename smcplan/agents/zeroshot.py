@@ -12,7 +12,10 @@ the admissible set :math:`A_t` of the step it is executed at:
 * ``logprob`` — otherwise (a *mismatch*, recorded) the admissible action the model would have
   written at that position of its own plan,
 
-  .. math:: a_t = \arg\max_{a \in A_t} \log p(\texttt{"}a\texttt{"} \mid x_0,\ \texttt{\{"actions": [}b_1, \dots, b_{t-1}\texttt{, "})
+  .. math::
+
+     a_t = \arg\max_{a \in A_t}
+     \log p(\texttt{"}a\texttt{"} \mid x_0,\ \texttt{\{"actions": [}b_1, \dots, b_{t-1}\texttt{, "})
 
   — still open loop: the condition is the first observation and the plan as written;
 * ``beyond_plan`` — the same scoring after the whole plan, when the episode outlives it.

@@ -19,9 +19,9 @@ says how to install them; ``import smcplan.envs`` starts no JVM and imports no b
 from __future__ import annotations
 
 import difflib
-import importlib
 from typing import Any
 
+from smcplan.envs.alfworld import TASK_TYPES as ALFWORLD_TASK_TYPES
 from smcplan.envs.base import (
     BackendTimeout,
     BaseTextEnv,
@@ -33,10 +33,12 @@ from smcplan.envs.base import (
 from smcplan.envs.scienceworld import TASK_IDS as _SCIENCEWORLD_IDS
 from smcplan.envs.scienceworld import TASKS as SCIENCEWORLD_TASKS
 from smcplan.envs.textworld_express import GAMES as TWX_GAMES
+from smcplan.errors import ArgumentTypeError, UnknownNameError, check_options, keyword_names
 
 __all__ = [
     "make",
     "env_names",
+    "env_options",
     "TextEnv",
     "StepResult",
     "BaseTextEnv",
@@ -48,16 +50,6 @@ __all__ = [
     "ALFWORLD_TASK_TYPES",
     "TOY_DOMAINS",
 ]
-
-#: ALFWorld's six task types (the adapter in ``smcplan.envs.alfworld`` defines them too).
-ALFWORLD_TASK_TYPES = (
-    "pick_and_place",
-    "pick_clean_then_place",
-    "pick_heat_then_place",
-    "pick_cool_then_place",
-    "look_at_obj_in_light",
-    "pick_two_obj_and_place",
-)
 
 #: Toy POMDP domains with a text view (``smcplan.envs.toy``).
 TOY_DOMAINS = ("household", "tiger")
@@ -74,10 +66,56 @@ def env_names() -> list[str]:
     )
 
 
-def _unknown_env(name: str) -> ValueError:
+def _unknown_env(name: str) -> UnknownNameError:
     close = difflib.get_close_matches(name, env_names(), n=3, cutoff=0.6)
     hint = f" (did you mean {', '.join(close)}?)" if close else ""
-    return ValueError(f"unknown env {name!r}{hint}; known: {', '.join(env_names())}")
+    return UnknownNameError(f"unknown env {name!r}{hint}; known: {', '.join(env_names())}")
+
+
+def _adapter(name: str) -> tuple[Any, tuple[Any, ...]]:
+    """The constructor behind ``name`` and the positional arguments the registry gives it."""
+    if not isinstance(name, str):
+        raise ArgumentTypeError(
+            f"env name must be a str, got {type(name).__name__}; see smcplan.envs.env_names()"
+        )
+    family, _, item = name.partition(":")
+    if family == "twx" and item in TWX_GAMES:
+        from smcplan.envs.textworld_express import TextWorldExpressEnv
+
+        return TextWorldExpressEnv, (item,)
+    if family == "scienceworld" and (item in SCIENCEWORLD_TASKS or item in _SCIENCEWORLD_IDS):
+        from smcplan.envs.scienceworld import ScienceWorldEnv
+
+        return ScienceWorldEnv, (item,)
+    if family == "alfworld" and item in ALFWORLD_TASK_TYPES:
+        from smcplan.envs.alfworld import make as make_alfworld
+
+        return make_alfworld, (item,)
+    if name == "webshop":
+        from smcplan.envs.webshop import WebShopEnv
+
+        return WebShopEnv, ()
+    if family == "toy" and item in TOY_DOMAINS:
+        from smcplan.envs.toy import make_toy
+
+        return make_toy, (item,)
+    raise _unknown_env(name)
+
+
+def env_options(name: str) -> list[str]:
+    """The keyword arguments ``make(name, ...)`` accepts (sorted), e.g. for ``--env-arg``."""
+    family = name.partition(":")[0] if isinstance(name, str) else ""
+    factory, _ = _adapter(name)
+    if family == "alfworld":
+        return ["cache_dir", "layout", "max_steps", "seed", "split"]
+    if family == "toy":
+        from smcplan.envs.toy import ToyPOMDPEnv
+        from smcplan.pomdp import domains
+
+        own = keyword_names(ToyPOMDPEnv) or frozenset()
+        domain = keyword_names(getattr(domains, name.partition(":")[2])) or frozenset()
+        return sorted((own | domain) - {"domain"})
+    return sorted((keyword_names(factory) or frozenset()) - {"task", "game"})
 
 
 def make(name: str, **kwargs: Any) -> TextEnv:
@@ -85,47 +123,10 @@ def make(name: str, **kwargs: Any) -> TextEnv:
 
     Examples: ``make("twx:coin", split="test")``, ``make("scienceworld:boil")``,
     ``make("alfworld:pick_and_place")``, ``make("webshop")``, ``make("toy:household")``.
-    Unknown names raise ``ValueError`` listing the known ones; a missing benchmark package
-    raises ``MissingBenchmark``.
+    Unknown names raise :class:`~smcplan.errors.UnknownNameError` (a ``ValueError``) listing the
+    known ones, unknown keyword arguments one listing :func:`env_options`; a missing benchmark
+    package raises ``MissingBenchmark``.
     """
-    if not isinstance(name, str):
-        raise TypeError(f"env name must be a str, got {type(name).__name__}")
-    family, _, item = name.partition(":")
-    if family == "twx" and item in TWX_GAMES:
-        from smcplan.envs.textworld_express import TextWorldExpressEnv
-
-        return TextWorldExpressEnv(item, **kwargs)
-    if family == "scienceworld" and (item in SCIENCEWORLD_TASKS or item in _SCIENCEWORLD_IDS):
-        from smcplan.envs.scienceworld import ScienceWorldEnv
-
-        return ScienceWorldEnv(item, **kwargs)
-    if family == "alfworld" and item in ALFWORLD_TASK_TYPES:
-        return _make_alfworld(item, **kwargs)
-    if name == "webshop":
-        from smcplan.envs.webshop import WebShopEnv
-
-        return WebShopEnv(**kwargs)
-    if family == "toy" and item in TOY_DOMAINS:
-        from smcplan.envs.toy import make_toy
-
-        return make_toy(item, **kwargs)
-    raise _unknown_env(name)
-
-
-def _make_alfworld(task_type: str, **kwargs: Any) -> TextEnv:
-    try:
-        module = importlib.import_module("smcplan.envs.alfworld")
-    except ModuleNotFoundError as exc:
-        if exc.name != "smcplan.envs.alfworld":
-            raise
-        raise MissingBenchmark(
-            f"alfworld:{task_type}: the ALFWorld adapter (smcplan.envs.alfworld) is not "
-            "available in this checkout"
-        ) from exc
-    known = tuple(getattr(module, "TASK_TYPES", ALFWORLD_TASK_TYPES))
-    if task_type not in known:
-        raise ValueError(
-            f"unknown env 'alfworld:{task_type}'; known: "
-            + ", ".join(f"alfworld:{t}" for t in known)
-        )
-    return module.make(task_type, **kwargs)
+    factory, args = _adapter(name)
+    check_options(f"env {name!r}", kwargs, env_options(name))
+    return factory(*args, **kwargs)

@@ -19,12 +19,13 @@ Several adapter instances may share one JVM (a clone creates a second simulator 
 same JVM rather than a second 0.3-0.5 GB process); handles are reference-counted.
 
 Imports py4j lazily (it comes with the benchmark packages); nothing from other smcplan layers
-except ``smcplan.envs.base``.
+except ``smcplan.envs.base`` and ``smcplan.interrupts``.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import os
 import select
@@ -36,16 +37,10 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from smcplan.envs.base import BackendTimeout, EnvError, MissingBenchmark
+from smcplan.interrupts import shielded
 
-__all__ = [
-    "JavaProcess",
-    "JvmBacked",
-    "Supervised",
-    "spawned_pids",
-    "live_pids",
-    "BackendFailure",
-    "classify_failure",
-]
+__all__ = ["JavaProcess", "JvmBacked", "Supervised", "spawned_pids", "live_pids",
+           "BackendFailure", "classify_failure"]
 
 T = TypeVar("T")
 
@@ -110,30 +105,22 @@ def _quiet_py4j() -> None:
 
 def _terminate(proc: subprocess.Popen, gateway: Any) -> None:
     """Stop the gateway and make sure the JVM process is gone (wait, then SIGKILL)."""
-    try:
+    with contextlib.suppress(Exception):
         if gateway is not None:
             gateway.close(keep_callback_server=False, close_callback_server_connections=True)
-    except Exception:
-        pass
     if proc.poll() is None:
-        try:
+        with contextlib.suppress(Exception):
             proc.stdin.close()  # --die-on-broken-pipe: the JVM exits on EOF
-        except Exception:
-            pass
         try:
             proc.wait(timeout=3)
         except subprocess.TimeoutExpired:
             proc.kill()
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                pass
     for stream in (proc.stdout, proc.stdin):
-        try:
+        with contextlib.suppress(Exception):
             if stream is not None:
                 stream.close()
-        except Exception:
-            pass
 
 
 class JavaProcess:
@@ -167,9 +154,14 @@ class JavaProcess:
         command = [java, "-classpath", classpath, *java_opts, "py4j.GatewayServer",
                    "--die-on-broken-pipe", "0"]
         try:
+            # own session: Ctrl-C reaches Python only (smcplan.interrupts), not the JVM mid-call
             proc = subprocess.Popen(
-                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL, cwd=cwd,
+                command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                cwd=cwd,
+                start_new_session=True,
             )
         except FileNotFoundError as exc:
             raise EnvError(f"cannot start java ({java!r}); Java 17 is required") from exc
@@ -259,11 +251,9 @@ class JavaProcess:
 
 def _drain(stream: Any) -> None:
     """Read the JVM's stdout to EOF so that it never blocks on a full pipe."""
-    try:
+    with contextlib.suppress(Exception):
         while stream.read(4096):
             pass
-    except Exception:
-        pass
 
 
 @atexit.register
@@ -339,7 +329,8 @@ class Supervised:
     def call(self, op: Callable[[], T], what: str) -> T:
         began = time.monotonic()
         try:
-            return op()
+            with shielded():
+                return op()
         except Exception as exc:
             if not _is_py4j(exc):
                 raise  # our own errors (EnvError, ValueError) pass through untouched
@@ -352,7 +343,8 @@ class Supervised:
             self._start()
             self.restarts += 1
             began = time.monotonic()
-            return op()
+            with shielded():
+                return op()
         except Exception as exc:
             if isinstance(exc, EnvError):
                 failure: BackendFailure | None = BackendFailure(
@@ -448,10 +440,8 @@ class JvmBacked:
         self._sim = None
 
     def __del__(self) -> None:
-        try:
+        with contextlib.suppress(Exception):
             self.close()
-        except Exception:
-            pass
 
     @property
     def java_pid(self) -> int | None:

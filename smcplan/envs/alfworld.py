@@ -229,6 +229,7 @@ def make(task_type: str, seed: int = 0, **kwargs: Any) -> AlfWorldEnv:
     unknown = sorted(set(kwargs) - set(_OPTIONS))
     if unknown:
         raise TypeError(
-            f"unknown ALFWorld option(s) {', '.join(map(repr, unknown))}; known: {', '.join(_OPTIONS)}"
+            f"unknown ALFWorld option(s) {', '.join(map(repr, unknown))}; known: "
+            f"{', '.join(_OPTIONS)}"
         )
     return AlfWorldEnv(task_type, seed, **kwargs)

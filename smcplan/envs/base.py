@@ -6,14 +6,23 @@ and nothing from ``smcplan.llm``, ``smcplan.memory`` or higher layers.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from smcplan.envs.grammar import action_verbs
+from smcplan.errors import (
+    ArgumentTypeError,
+    InvalidArgumentError,
+    SmcplanError,
+    UnknownNameError,
+    check_int,
+)
 
 __all__ = [
     "EnvError",
+    "EnvClosedError",
     "BackendTimeout",
     "MissingBenchmark",
     "StepResult",
@@ -27,7 +36,7 @@ __all__ = [
 INFO_KEYS = ("score", "won", "invalid", "admissible_actions", "steps", "truncated")
 
 
-class EnvError(RuntimeError):
+class EnvError(SmcplanError, RuntimeError):
     """A benchmark backend failed (crashed, hung past its timeout, or refused a request)."""
 
 
@@ -35,27 +44,41 @@ class BackendTimeout(EnvError):
     """A backend call exceeded its time limit (after the adapter's one restart)."""
 
 
-class MissingBenchmark(ImportError):
+class MissingBenchmark(SmcplanError, ImportError):
     """The benchmark's Python package is not installed: ``pip install 'smcplan[bench]'``."""
 
 
-def unknown_choice(kind: str, value: Any, known: Iterable[Any]) -> ValueError:
-    """``ValueError("unknown <kind> <value!r>; known: a, b, ...")`` — errors name the valid values."""
+class EnvClosedError(EnvError):
+    """``reset``/``step`` on an environment after ``close()``."""
+
+
+def unknown_choice(kind: str, value: Any, known: Iterable[Any]) -> UnknownNameError:
+    """``UnknownNameError("unknown <kind> <value!r>; known: a, b, ...")`` (a ``ValueError``)."""
     listed = ", ".join(str(k) for k in known)
-    return ValueError(f"unknown {kind} {value!r}; known: {listed}")
+    return UnknownNameError(f"unknown {kind} {value!r}; known: {listed}")
 
 
 @dataclass
 class StepResult:
-    """What ``TextEnv.step`` returns, also usable as a 4-tuple (observation, reward, done, info)."""
+    """What ``TextEnv.step`` returns, also usable as a 4-tuple (observation, reward, done, info):
+    it unpacks, indexes (``result[2]`` is ``done``, slices too) and has ``len`` 4."""
 
     observation: str
     reward: float
     done: bool
     info: dict[str, Any] = field(default_factory=dict)
 
+    def _tuple(self) -> tuple[str, float, bool, dict[str, Any]]:
+        return (self.observation, self.reward, self.done, self.info)
+
     def __iter__(self):
-        return iter((self.observation, self.reward, self.done, self.info))
+        return iter(self._tuple())
+
+    def __getitem__(self, index: int | slice) -> Any:
+        return self._tuple()[index]
+
+    def __len__(self) -> int:
+        return 4
 
 
 @runtime_checkable
@@ -109,11 +132,18 @@ class BaseTextEnv:
 
     name: str = "base"
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Give every adapter the same argument checks and closed state (see :meth:`_guard`)."""
+        super().__init_subclass__(**kwargs)
+        for method in ("reset", "step", "close"):
+            fn = getattr(cls, method, None)
+            if fn is not None and not getattr(fn, "_guarded", False):
+                setattr(cls, method, _guard(method, fn))
+
     def __init__(self, name: str, max_steps: int) -> None:
-        if max_steps <= 0:
-            raise ValueError(f"max_steps must be positive, got {max_steps}")
+        self.max_steps = check_int(max_steps, "max_steps", minimum=1)
         self.name = name
-        self.max_steps = int(max_steps)
+        self._closed_env = False
         self._task = ""
         self._score = 0.0
         self._steps = 0
@@ -164,7 +194,15 @@ class BaseTextEnv:
         self.close()
 
     # -- helpers for subclasses -----------------------------------------------------------
+    def _require_open(self) -> None:
+        if getattr(self, "_closed_env", False):
+            raise EnvClosedError(
+                f"{self.name}: the environment is closed; make a new one with "
+                f"smcplan.envs.make({self.name!r})"
+            )
+
     def _require_started(self) -> None:
+        self._require_open()
         if not self._started:
             raise EnvError(f"{self.name}: call reset() first")
 
@@ -234,6 +272,48 @@ class BaseTextEnv:
         if extra:
             info.update(extra)
         return info
+
+
+def _guard(method: str, fn: Any) -> Any:
+    """Wrap an adapter's ``reset``/``step``/``close`` with the checks every adapter shares.
+
+    * ``reset(seed)``: the env must be open; ``seed`` is ``None`` or a non-negative integer
+      (``1.5``, ``"3"`` and ``True`` raise :class:`~smcplan.errors.ArgumentTypeError`).
+    * ``step(action)``: the env must be open; ``action`` must be a ``str``.
+    * ``close()``: marks the env closed (idempotent); later calls raise :class:`EnvClosedError`.
+    """
+
+    @functools.wraps(fn)
+    def reset(self: BaseTextEnv, seed: Any = None) -> Any:
+        self._require_open()
+        if seed is not None:
+            seed = check_int(seed, f"{self.name}: seed")
+            if seed < 0:
+                raise InvalidArgumentError(
+                    f"{self.name}: seed must be a non-negative int, got {seed}"
+                )
+        return fn(self, seed)
+
+    @functools.wraps(fn)
+    def step(self: BaseTextEnv, action: Any) -> Any:
+        self._require_open()
+        if not isinstance(action, str):
+            raise ArgumentTypeError(
+                f"{self.name}: action must be a str; got {action!r} ({type(action).__name__}); "
+                "pick one of env.admissible_actions()"
+            )
+        return fn(self, action)
+
+    @functools.wraps(fn)
+    def close(self: BaseTextEnv) -> Any:
+        try:
+            return fn(self)
+        finally:
+            self._closed_env = True
+
+    wrapped = {"reset": reset, "step": step, "close": close}[method]
+    wrapped._guarded = True  # type: ignore[attr-defined]
+    return wrapped
 
 
 def _clip01(x: float) -> float:

@@ -10,16 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from smcplan.envs.alfworld import TASK_TYPES as ALFWORLD_TASK_TYPES
+
 __all__ = ["ALFWORLD_TASK_TYPES", "SCIENCEWORLD_VARIATIONS", "SplitEntry"]
 
-ALFWORLD_TASK_TYPES = (
-    "pick_and_place",
-    "pick_clean_then_place",
-    "pick_heat_then_place",
-    "pick_cool_then_place",
-    "look_at_obj_in_light",
-    "pick_two_obj_and_place",
-)
 
 #: task -> ((dev start, dev stop), (test start, test stop)): the simulator's variation ranges.
 SCIENCEWORLD_VARIATIONS: dict[str, tuple[tuple[int, int], tuple[int, int]]] = {

@@ -105,6 +105,7 @@ class TextWorldExpressEnv(JvmBacked, BaseTextEnv):
         max_steps: int = 100,
         call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S,
         _share: JavaProcess | None = None,
+        _replay_from: TextWorldExpressEnv | None = None,
     ) -> None:
         if game not in GAMES:
             raise unknown_choice("TextWorldExpress game", game, GAMES)
@@ -121,6 +122,8 @@ class TextWorldExpressEnv(JvmBacked, BaseTextEnv):
         self._gold: list[str] | None = None
         self._fold: str | None = None
         self._closed = False
+        if _replay_from is not None:  # clone(): the one start replays the other's episode
+            self._copy_episode_from(_replay_from)
         self._init_backend(call_timeout_s, _share)
 
     # -- backend --------------------------------------------------------------------------
@@ -197,9 +200,8 @@ class TextWorldExpressEnv(JvmBacked, BaseTextEnv):
             max_steps=self.max_steps,
             call_timeout_s=self.call_timeout_s,
             _share=self._jvm if self._jvm_alive() else None,
+            _replay_from=self,
         )
-        twin._copy_episode_from(self)
-        twin._sup.call(twin._start, "clone replay")
         return twin
 
     def _copy_episode_from(self, other: TextWorldExpressEnv) -> None:

@@ -57,6 +57,14 @@ def default_make_agent(name: str, lm: Any, seed: int, config: dict[str, Any]) ->
     return agents.make(name, lm=lm, **kwargs)
 
 
+def attach_simulator(agent: Any, env: Any) -> None:
+    """Hand ``agent`` a clone factory of ``env`` (``env.clone``) if it asks for one
+    (``agent.needs_simulator``: the simulator world model, an oracle); the agent raises a clear
+    error when ``env`` cannot be cloned."""
+    if getattr(agent, "needs_simulator", False):
+        agent.attach_simulator(getattr(env, "clone", None), env)
+
+
 def default_make_env(name: str, **kwargs: Any) -> Any:
     """``smcplan.envs.make(name, **kwargs)``."""
     from smcplan import envs
@@ -115,7 +123,7 @@ class EnvPool:
             extra = {k: v for k, v in self._defaults.items() if k not in spec.env_kwargs}
             try:
                 env = self._make(spec.env, **extra, **spec.env_kwargs)
-            except TypeError as exc:
+            except (TypeError, KeyError) as exc:  # KeyError: smcplan's UnknownNameError
                 if not any(repr(k) in str(exc) for k in extra):
                     raise
                 env = self._make(spec.env, **spec.env_kwargs)

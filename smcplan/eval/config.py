@@ -18,9 +18,10 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from smcplan.errors import SmcplanError
 from smcplan.eval.episodes import EpisodeSpec
 from smcplan.eval.metrics import EpisodeStats, aggregate, group_metrics
-from smcplan.eval.records import CONFIG_SCHEMA, RunPaths, atomic_write_json, read_json
+from smcplan.eval.records import CONFIG_SCHEMA, RunPaths, atomic_write_json, read_json, read_summary
 
 __all__ = [
     "IDENTITY_FIELDS",
@@ -46,7 +47,7 @@ IDENTITY_FIELDS = (
 )
 
 
-class RunConfigMismatch(ValueError):
+class RunConfigMismatch(SmcplanError, ValueError):
     """A run directory is being resumed with a configuration that changes its episodes' meaning."""
 
 
@@ -125,6 +126,8 @@ def write_config(paths: RunPaths, config: EvalConfig, specs: Sequence[EpisodeSpe
             "schema": CONFIG_SCHEMA,
             "identity": config.identity(),
             "config": asdict(config),
+            # slow thinking that steps clones of the real environment: an oracle world model
+            "oracle_world_model": config.agent_config.get("world_model") == "simulator",
             "episodes": [s.id for s in specs],
             "smcplan_version": getattr(smcplan, "__version__", None),
             "python": platform.python_version(),
@@ -137,7 +140,7 @@ def write_config(paths: RunPaths, config: EvalConfig, specs: Sequence[EpisodeSpe
 def load_summaries(out: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Every finished episode summary of a run directory, sorted by sweep index."""
     paths = RunPaths(out)
-    summaries = [read_json(p) for p in paths.summaries()]
+    summaries = [read_summary(p) for p in paths.summaries()]
     return sorted(summaries, key=lambda s: (s.get("index", 0), s.get("episode", "")))
 
 
@@ -148,7 +151,7 @@ def pending(
     when ``retry_errors``), in sweep order."""
     finished: dict[str, dict[str, Any]] = {}
     for p in paths.summaries():
-        summary = read_json(p)
+        summary = read_summary(p)
         finished[summary["episode"]] = summary
     todo = []
     for index, spec in enumerate(specs):

@@ -123,7 +123,8 @@ def resolve_episodes(
     env_kwargs: dict[str, Any] | None = None,
     entries: Sequence[Any] | None = None,
 ) -> list[EpisodeSpec]:
-    """The sweep: per env, explicit ``seeds`` or the split's entries, the first ``episodes`` of each.
+    """The sweep: per env, explicit ``seeds`` or the split's entries, the first ``episodes`` of
+    each.
 
     With ``seeds`` every env in ``envs`` is paired with every seed. With ``split`` the split's
     entries whose env matches one of ``envs`` (a bare prefix such as ``twx`` matches all its games)

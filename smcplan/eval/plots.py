@@ -1,4 +1,5 @@
-"""PNG plots of a report: success rates with 95% intervals, and the planner's weight/ESS diagnostics.
+"""PNG plots of a report: success rates with 95% intervals, and the planner's weight/ESS
+diagnostics.
 
 Uses matplotlib's non-interactive ``Agg`` backend (imported here, lazily from ``report``); reads
 runs through :class:`smcplan.eval.records.Run`. Must not import envs, agents or llm.

@@ -14,8 +14,9 @@ completion marker: an episode is finished iff its summary exists, so a kill lose
 episode in flight, whose partial file is discarded on resume.
 
 Also :class:`Run`, a run directory read back (config, summaries, step files, metrics), the one
-type the report, plots and viewer share. Pure standard library plus numpy (for encoding arrays)
-and :mod:`smcplan.eval.metrics` (for ``RunMetrics``); must not import envs, agents or llm.
+type the report, plots and viewer share. Pure standard library plus numpy (for encoding arrays),
+:mod:`smcplan.errors` and :mod:`smcplan.eval.metrics` (for ``RunMetrics``); must not import envs,
+agents or llm.
 """
 
 from __future__ import annotations
@@ -24,12 +25,14 @@ import json
 import os
 import re
 import tempfile
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from smcplan.eval.metrics import RunMetrics
+from smcplan.errors import SmcplanError
+from smcplan.eval.metrics import EpisodeStats, RunMetrics
 
 __all__ = [
     "STEP_SCHEMA",
@@ -43,6 +46,9 @@ __all__ = [
     "atomic_write_json",
     "read_json",
     "read_jsonl",
+    "read_summary",
+    "RunFileError",
+    "DamagedLinesWarning",
     "JsonlWriter",
     "Run",
     "slug",
@@ -201,26 +207,85 @@ def atomic_write_json(path: str | os.PathLike[str], obj: Any) -> None:
         raise
 
 
+class RunFileError(SmcplanError, ValueError):
+    """A run file (config or episode summary) that cannot be read; the message names the file."""
+
+
+class DamagedLinesWarning(UserWarning):
+    """Some lines of a JSONL file were skipped because they are not JSON objects."""
+
+
 def read_json(path: str | os.PathLike[str]) -> Any:
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    """The JSON document in ``path``; a damaged file raises :class:`RunFileError` naming it."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise RunFileError(
+            f"{path}: damaged JSON ({exc}); delete the file (an episode summary: its episode "
+            "re-runs on resume)"
+        ) from exc
+
+
+def read_summary(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """An episode summary (``episodes/<id>.json``); one that is damaged or not a summary raises
+    :class:`RunFileError` naming the file and the fix (delete it: the episode re-runs)."""
+    summary = read_json(path)
+    problem = None
+    if not isinstance(summary, dict):
+        problem = f"a JSON {type(summary).__name__}, not an object"
+    elif not isinstance(summary.get("episode"), str) or not isinstance(summary.get("stats"), dict):
+        problem = "no 'episode' id or no 'stats' object"
+    else:
+        try:
+            EpisodeStats.from_dict(summary["stats"])
+        except (KeyError, TypeError) as exc:
+            problem = f"its stats lack {exc}"
+    if problem:
+        raise RunFileError(
+            f"{path}: not an episode summary ({problem}); delete it and re-run the sweep to redo "
+            "its episode"
+        )
+    return summary
 
 
 def read_jsonl(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
-    """Yield the JSON objects of a JSONL file; a torn last line (killed writer) is skipped."""
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if not line:
-                continue
+    """Yield the JSON objects of a JSONL file, one per line.
+
+    A damaged line (torn by a killed writer, garbage, binary bytes, or JSON that is not an
+    object) is skipped; after the file, one :class:`DamagedLinesWarning` names ``file:line`` of
+    each skipped line (the first ten) and their count.
+    """
+    skipped: list[int] = []
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, start=1):
             try:
-                yield json.loads(line)
-            except json.JSONDecodeError:
+                line = raw.decode("utf-8").strip()
+                if not line:
+                    continue
+                record = json.loads(line)
+            except (UnicodeDecodeError, json.JSONDecodeError):
+                skipped.append(lineno)
                 continue
+            if not isinstance(record, dict):
+                skipped.append(lineno)
+                continue
+            yield record
+    if skipped:
+        where = ", ".join(f"{path}:{n}" for n in skipped[:10]) + (
+            ", ..." if len(skipped) > 10 else ""
+        )
+        warnings.warn(
+            f"skipped {len(skipped)} damaged line{'s' if len(skipped) > 1 else ''} (not a JSON "
+            f"object): {where}",
+            DamagedLinesWarning,
+            stacklevel=2,
+        )
 
 
 class JsonlWriter:
-    """Append JSON lines to ``<path>.partial``, flushed per line; ``commit()`` renames to ``path``."""
+    """Append JSON lines to ``<path>.partial``, flushed per line; ``commit()`` renames to ``path``.
+    """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)

@@ -24,7 +24,7 @@ from smcplan.eval.metrics import (
     group_metrics,
     upgrade_stats,
 )
-from smcplan.eval.records import Run, RunPaths, read_json
+from smcplan.eval.records import Run, RunPaths, read_json, read_summary
 
 __all__ = [
     "Run",
@@ -44,7 +44,7 @@ def load_run(path: str | os.PathLike[str], *, seed: int = 0, num_resamples: int 
         )
     config = read_json(paths.config)
     summaries = sorted(
-        (read_json(p) for p in paths.summaries()),
+        (read_summary(p) for p in paths.summaries()),
         key=lambda s: (s.get("index", 0), s.get("episode", "")),
     )
     run = Run(path=Path(path), config=config, summaries=summaries)
@@ -62,13 +62,17 @@ def load_run(path: str | os.PathLike[str], *, seed: int = 0, num_resamples: int 
 
 
 def variant(config: dict[str, Any]) -> str:
-    """What of the agent's configuration a reader must see in its label: ``"free"`` for free-form
+    """What of the agent's configuration a reader must see in its label: ``"oracle world model"``
+    when slow thinking steps clones of the real environment (``world_model="simulator"``),
+    ``"free"`` for free-form
     actions (``action_mode="free"``), ``"guided"`` for RLVMR with its process rewards used as an
     inference-time guide (``guidance`` or ``tag_guidance`` > 0; the paper's inference has none),
     joined by ``", "``; ``""`` for the defaults."""
     ident = config.get("identity", {})
     agent_config = ident.get("agent_config") or config.get("config", {}).get("agent_config") or {}
     parts = []
+    if config.get("oracle_world_model") or agent_config.get("world_model") == "simulator":
+        parts.append("oracle world model")
     if str(agent_config.get("action_mode", "admissible")) == "free":
         parts.append("free")
     agent = str(ident.get("agent", ""))
@@ -159,6 +163,7 @@ DETAIL_COLUMNS: tuple[tuple[str, str, bool, int], ...] = (
     ("slow thinking/ep", "slow_thinking_per_episode", False, 2),
     ("LLM calls/step", "llm_calls_per_step", False, 2),
     ("tokens/step", "llm_tokens_per_step", False, 0),
+    ("cached %", "cache_hit_rate", True, 0),
     ("s/step", "wall_s_per_step", False, 3),
 )
 

@@ -2,7 +2,9 @@
 
 Public API (resolved lazily so that ``import smcplan.llm`` imports no torch):
 
-* :func:`load_model` → :class:`LanguageModel` (``generate``, ``sample``, ``logprob``);
+* :func:`load_model` → :class:`LanguageModel` (``generate``, ``sample``, ``logprob``), or for
+  ``"openai:<base_url>#<model>"`` a :class:`RemoteLanguageModel` with the same methods served by
+  vLLM, SGLang or a llama.cpp server (:mod:`smcplan.llm.remote`);
 * roles, each batched over particles: :class:`TripletExtractor`, :class:`ActionProposal`,
   :class:`ObservationModel`, :class:`ProgressModel`, :class:`Reflection`, :class:`Critic`,
   :class:`RLAWActor`;
@@ -24,6 +26,10 @@ __all__ = [
     "GenerationError",
     "ModelNotAvailable",
     "known_models",
+    "RemoteLanguageModel",
+    "RemoteLMError",
+    "ServerUnavailable",
+    "EngineLacksFeature",
     "TripletExtractor",
     "ActionProposal",
     "ObservationModel",
@@ -45,6 +51,10 @@ _WHERE = {
     "GenerationError": "smcplan.llm.constrained",
     "ModelNotAvailable": "smcplan.llm.registry",
     "known_models": "smcplan.llm.registry",
+    "RemoteLanguageModel": "smcplan.llm.remote",
+    "RemoteLMError": "smcplan.llm.remote_http",
+    "ServerUnavailable": "smcplan.llm.remote_http",
+    "EngineLacksFeature": "smcplan.llm.remote_http",
     "TripletExtractor": "smcplan.llm.roles",
     "ActionProposal": "smcplan.llm.roles",
     "ObservationModel": "smcplan.llm.roles",

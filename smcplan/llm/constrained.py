@@ -1,4 +1,5 @@
-"""Output types for constrained generation: what the grammar is, how to parse it, how long it can be.
+"""Output types for constrained generation: what the grammar is, how to parse it, how long it can
+be.
 
 An output type is turned into an :class:`OutputSpec`: the object outlines compiles into a
 token-mask logits processor (outlines_core backend: a DFA over the tokenizer's vocabulary, see
@@ -26,13 +27,15 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from smcplan.errors import ArgumentTypeError, InvalidArgumentError, SmcplanError
+
 __all__ = ["OutputSpec", "output_spec", "spec_regex", "json_max_bytes", "GenerationError"]
 
 _STRING_BYTES_PER_CHAR = 4  # a JSON string char is <= 4 UTF-8 bytes, and an escape (\n, \") is 2
 _WS = 1  # outlines_core's default whitespace pattern between JSON tokens is "[ ]?"
 
 
-class GenerationError(ValueError):
+class GenerationError(SmcplanError, ValueError):
     """A constrained generation did not finish inside ``max_new_tokens`` (its text is not valid)."""
 
 
@@ -66,10 +69,12 @@ def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
 
 
 def json_max_bytes(schema: dict[str, Any], root: dict[str, Any] | None = None) -> int | None:
-    """Upper bound on the UTF-8 length of any JSON text matching ``schema`` as outlines_core emits it.
+    """Upper bound on the UTF-8 length of any JSON text matching ``schema`` as outlines_core emits
+    it.
 
     Supports the subset the role schemas use: objects (all properties emitted), strings with
-    ``maxLength``, booleans, ``null``, ``enum``/``const``, arrays with ``maxItems``, ``anyOf``/``oneOf``
+    ``maxLength``, booleans, ``null``, ``enum``/``const``, arrays with ``maxItems``,
+    ``anyOf``/``oneOf``
     and ``$ref``. Returns ``None`` for anything unbounded (numbers, strings without ``maxLength``).
     """
     root = schema if root is None else root
@@ -131,10 +136,17 @@ def output_spec(output_type: Any) -> OutputSpec:
     if isinstance(output_type, (list, tuple)):
         choices = [str(c) for c in output_type]
         if not choices:
-            raise ValueError("a choice output type needs at least one option; got an empty list")
+            raise InvalidArgumentError(
+                "a choice output type needs at least one option; got an empty list"
+            )
         return output_spec(Choice(choices))
     if isinstance(output_type, Choice):
         items = [str(c) for c in output_type.items]
+        if not items:
+            raise InvalidArgumentError(
+                "output_type Choice([]) has no options; give at least one "
+                "(e.g. the admissible actions)"
+            )
         bound = max(len(c.encode()) for c in items)
         return OutputSpec(output_type, _identity, bound, "choice:" + json.dumps(items))
     if typing.get_origin(output_type) is typing.Literal:
@@ -168,8 +180,9 @@ def output_spec(output_type: Any) -> OutputSpec:
             json_max_bytes(schema),
             "json:" + json.dumps(schema, sort_keys=True),
         )
-    raise TypeError(
-        f"unsupported output type {output_type!r}; use None/str, a list of strings, a JSON-schema dict, "
+    raise ArgumentTypeError(
+        f"unsupported output type {output_type!r}; use None/str, a list of strings, a JSON-schema "
+        "dict, "
         "a pydantic model class, typing.Literal, or outlines.types.Choice/Regex/JsonSchema"
     )
 

@@ -24,13 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from smcplan.errors import SmcplanError
 from smcplan.llm.convert import assemble_chunks, convert_gguf
 from smcplan.llm.paths import cache_dir, models_dir
 
 __all__ = ["ModelNotAvailable", "ResolvedModel", "registry", "resolve", "known_models"]
 
 
-class ModelNotAvailable(ImportError):
+class ModelNotAvailable(SmcplanError, ImportError):
     """The requested model's weights are not on this machine; the message says how to get them."""
 
 
@@ -127,9 +128,13 @@ def hub_error(name: str, error: Exception) -> ModelNotAvailable:
     """The error to raise when transformers could not load hub id ``name``."""
     known = ", ".join(known_models())
     if _offline():
-        why = "the hub is offline here (HF_HUB_OFFLINE/TRANSFORMERS_OFFLINE set) and it is not in the local hub cache"
+        why = (
+            "the hub is offline here (HF_HUB_OFFLINE/TRANSFORMERS_OFFLINE set) and it is not in "
+            "the local hub cache"
+        )
     else:
         why = f"transformers could not fetch it ({type(error).__name__}: {error})"
     return ModelNotAvailable(
-        f"cannot load model {name!r}: {why}; use a registry name ({known}), a local folder or a .gguf file"
+        f"cannot load model {name!r}: {why}; use a registry name ({known}), a local folder or a "
+        ".gguf file"
     )

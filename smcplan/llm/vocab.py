@@ -8,7 +8,8 @@ compile with the tiny model). Here the bytes are recovered exactly:
 
 * byte-level BPE (GPT-2, SmolLM2, Llama 3): each token character maps back to one byte through the
   inverse of GPT-2's ``bytes_to_unicode`` table (Radford et al. 2019);
-* SentencePiece with byte fallback (Llama 2, Gemma): ``<0xAB>`` is the byte 0xAB and ``▁`` is a space;
+* SentencePiece with byte fallback (Llama 2, Gemma): ``<0xAB>`` is the byte 0xAB and ``▁`` is a
+  space;
 * anything else: the token's decoded string, UTF-8 encoded (outlines' behaviour).
 
 Special tokens (BOS, chat markers…) are left out, so constrained text never contains them; the

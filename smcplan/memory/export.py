@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from smcplan.errors import SmcplanError, check_int
 from smcplan.memory.predicates import PredicateTable
 from smcplan.memory.store import FactStore
 from smcplan.memory.triplet import SOURCES, Provenance, Triplet, as_triplet, check_source
@@ -32,6 +33,7 @@ __all__ = [
     "from_json",
     "save_json",
     "load_json",
+    "KnowledgeGraphFormatError",
     "to_networkx",
     "save_png",
     "JSON_FORMAT",
@@ -65,20 +67,39 @@ def to_json(kg: FactStore) -> dict[str, Any]:
     }
 
 
-def from_json(data: dict[str, Any] | str, cls: type[S]) -> S:
+class KnowledgeGraphFormatError(SmcplanError, ValueError):
+    """A knowledge-graph JSON document (or file) that cannot be read back; names its source."""
+
+
+def from_json(data: dict[str, Any] | str, cls: type[S], source: str = "<data>") -> S:
     """Rebuild a ``cls`` (a :class:`~smcplan.memory.graph.KnowledgeGraph`) from :func:`to_json`
     output (a dict or its JSON text), fact by fact.
 
     Facts are restored as stored, not re-derived; a file that breaks an invariant (two facts in
     one exclusive slot, a missing inverse partner) is rejected with the offending facts named.
+    Anything unreadable raises :class:`KnowledgeGraphFormatError` naming ``source`` (the path,
+    for :func:`load_json`) and what is wrong.
     """
-    if isinstance(data, str):
+    try:
+        return _from_json(data, cls)
+    except KnowledgeGraphFormatError:
+        raise
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError, RecursionError) as exc:
+        detail = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
+        raise KnowledgeGraphFormatError(
+            f"{source}: not a readable knowledge-graph JSON document ({detail}); "
+            f"write it with KnowledgeGraph.save (format {JSON_FORMAT!r})"
+        ) from exc
+
+
+def _from_json(data: dict[str, Any] | str, cls: type[S]) -> S:
+    if isinstance(data, str | bytes):
         data = json.loads(data)
     if not isinstance(data, dict) or data.get("format") != JSON_FORMAT:
         got = data.get("format") if isinstance(data, dict) else type(data).__name__
-        raise ValueError(f"not a knowledge-graph JSON document: format {got!r}, expected {JSON_FORMAT!r}")
+        raise ValueError(f"format {got!r}, expected {JSON_FORMAT!r}")
     table = PredicateTable.from_json(data["predicates"])
-    kg = cls(predicates=table, step=int(data["step"]))
+    kg = cls(predicates=table, step=check_int(data["step"], "step", minimum=0))
     for i, fact in enumerate(data["facts"]):
         t = Triplet(fact["subject"], fact["predicate"], fact["object"])
         source = fact["source"]
@@ -87,7 +108,9 @@ def from_json(data: dict[str, Any] | str, cls: type[S]) -> S:
         if t in kg._facts:
             raise ValueError(f"fact #{i} {t} appears twice")
         kg._seq += 1
-        kg._insert(t, Provenance(int(fact["step"]), source, kg._seq))
+        kg._insert(
+            t, Provenance(check_int(fact["step"], f"fact #{i} step", minimum=0), source, kg._seq)
+        )
     kg.validate()
     return kg
 
@@ -100,7 +123,17 @@ def save_json(kg: FactStore, path: str | Path) -> Path:
 
 
 def load_json(path: str | Path, cls: type[S]) -> S:
-    return from_json(Path(path).read_text(), cls)
+    """Read a graph saved by :func:`save_json`; a damaged file raises
+    :class:`KnowledgeGraphFormatError` naming the path (a missing one ``FileNotFoundError``)."""
+    path = Path(path)
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise KnowledgeGraphFormatError(
+            f"{path}: not UTF-8 text ({exc}); expected a KnowledgeGraph.save file"
+        ) from exc
+    return from_json(text, cls, source=str(path))
 
 
 def to_networkx(kg: FactStore, triplets: Iterable[Any] | None = None) -> nx.MultiDiGraph:

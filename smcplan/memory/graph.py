@@ -186,7 +186,9 @@ class KnowledgeGraph(FactStore):
             tuple(invalid),
         )
 
-    def add(self, triplet: Any, *, step: int | None = None, source: Source = "observed") -> UpdateReport:
+    def add(
+        self, triplet: Any, *, step: int | None = None, source: Source = "observed"
+    ) -> UpdateReport:
         """Assert one fact with the same pruning as :meth:`update`."""
         return self.update([triplet], step=step, source=source)
 

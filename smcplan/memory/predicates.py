@@ -57,7 +57,9 @@ class PredicateSpec:
     attribute: bool = False
     aliases: tuple[str, ...] = ()
     inverse_aliases: tuple[str, ...] = ()
-    _value_group: dict[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _value_group: dict[str, int] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -121,7 +123,9 @@ class PredicateSpec:
                  "event", "attribute", "aliases", "inverse_aliases"}
         unknown = set(data) - known
         if unknown:
-            raise ValueError(f"unknown PredicateSpec keys {sorted(unknown)}; known: {sorted(known)}")
+            raise ValueError(
+                f"unknown PredicateSpec keys {sorted(unknown)}; known: {sorted(known)}"
+            )
         kwargs = dict(data)
         for key in ("aliases", "inverse_aliases"):
             if key in kwargs:

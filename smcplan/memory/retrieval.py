@@ -102,7 +102,8 @@ def retrieve(
     always: Iterable[str] = ("agent", "inventory"),
     fill: bool = False,
 ) -> list[Triplet]:
-    """tau = R(G, task, k): the k-hop neighbourhood of the task's entities, ordered, at most ``limit``.
+    """tau = R(G, task, k): the k-hop neighbourhood of the task's entities, ordered, at most
+    ``limit``.
 
     See the module docstring for the ordering.  ``k`` is the number of hops (``k = 0``: only facts
     that touch a named entity).

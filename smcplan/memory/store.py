@@ -187,7 +187,8 @@ class FactStore:
         return sorted(out)
 
     def validate(self) -> None:
-        """Check every invariant from scratch (O(n)); raise ``ValueError`` naming the first broken one."""
+        """Check every invariant from scratch (O(n)); raise ``ValueError`` naming the first broken
+        one."""
         table = self._table
         by_subject: dict[str, set[Triplet]] = {}
         by_object: dict[str, set[Triplet]] = {}

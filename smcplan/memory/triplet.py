@@ -133,7 +133,8 @@ TripletLike: TypeAlias = "Triplet | Sequence[str] | Mapping[str, str]"
 
 
 def as_triplet(item: Any) -> Triplet:
-    """Coerce a :class:`Triplet`, a 3-sequence of strings or a mapping with keys subject/predicate/object.
+    """Coerce a :class:`Triplet`, a 3-sequence of strings or a mapping with keys
+    subject/predicate/object.
 
     This is how plain ``(subject, predicate, object)`` tuples from the LLM extractor enter memory.
     """
@@ -174,5 +175,6 @@ class Provenance:
 
     @property
     def key(self) -> tuple[int, int]:
-        """Precedence ``(step, rank(source))``: newer wins; at equal steps the stronger source wins."""
+        """Precedence ``(step, rank(source))``: newer wins; at equal steps the stronger source wins.
+        """
         return (self.step, SOURCE_RANK[self.source])

@@ -29,7 +29,9 @@ def as_key(key: Any) -> jax.Array:
         return jax.random.key(key)
     if isinstance(key, jax.Array):
         return key
-    raise PlanningError(f"key must be a jax.random key or an int seed; got {type(key).__name__} {key!r}")
+    raise PlanningError(
+        f"key must be a jax.random key or an int seed; got {type(key).__name__} {key!r}"
+    )
 
 
 def is_list_batch(batch: Batch) -> bool:
@@ -43,7 +45,9 @@ def batch_size(batch: Batch, what: str = "batch") -> int:
         return len(batch)
     leaves = jax.tree_util.tree_leaves(batch)
     if not leaves:
-        raise PlanningError(f"{what} is an empty pytree; expected a list or arrays with a leading axis N")
+        raise PlanningError(
+            f"{what} is an empty pytree; expected a list or arrays with a leading axis N"
+        )
     sizes = {int(np.shape(leaf)[0]) if np.ndim(leaf) >= 1 else -1 for leaf in leaves}
     if -1 in sizes:
         raise PlanningError(f"{what} has a scalar leaf; every leaf needs a leading particle axis N")
@@ -68,10 +72,14 @@ def replicate(item: Any, num: int, *, as_list: bool | None = None) -> Batch:
     """
     if as_list is None:
         leaves = jax.tree_util.tree_leaves(item)
-        as_list = not leaves or not all(isinstance(leaf, jax.Array | np.ndarray | int | float) for leaf in leaves)
+        as_list = not leaves or not all(
+            isinstance(leaf, jax.Array | np.ndarray | int | float) for leaf in leaves
+        )
     if as_list:
         return [item] * num
-    return jax.tree_util.tree_map(lambda leaf: jnp.broadcast_to(jnp.asarray(leaf), (num, *jnp.shape(leaf))), item)
+    return jax.tree_util.tree_map(
+        lambda leaf: jnp.broadcast_to(jnp.asarray(leaf), (num, *jnp.shape(leaf))), item
+    )
 
 
 def to_host_list(batch: Batch) -> list[Any]:

@@ -24,7 +24,8 @@ allowed actions, :math:`G_H = \sum_t \gamma^{t-1} r_t`):
 
 so that :math:`\psi^*_d = e^{\beta G_d} F_d(b_d) = \mathbb E_{p_0}[e^{\beta G_H} \mid x_{\le d}]`
 is the optimal twist (Zhao et al. 2024, §3) and :math:`F_0(b_0)` the target's normaliser.  The
-exact value-based twists of the planner look values up by code in O(1) per particle.  Zero-probability histories keep a
+exact value-based twists of the planner look values up by code in O(1) per particle.
+Zero-probability histories keep a
 placeholder belief and value 0; they are never reached by a world model that samples from the
 POMDP.  Exact only for tiny problems (the tree has :math:`(|A||\Omega|)^{H-1}` leaves);
 :class:`~smcplan.planning.components.PlanningError` is raised beyond :data:`MAX_NODES`.
@@ -64,7 +65,9 @@ class BeliefTree(NamedTuple):
     horizon: int
 
 
-def belief_tree(pomdp: DiscretePOMDP, belief: Any, horizon: int, beta: float = 1.0, mask: Any = None) -> BeliefTree:
+def belief_tree(
+    pomdp: DiscretePOMDP, belief: Any, horizon: int, beta: float = 1.0, mask: Any = None
+) -> BeliefTree:
     r"""Expand the belief tree of depth ``horizon - 1`` below ``belief`` and back up
     :math:`V_{H-d}`, :math:`Q_{H-d}` and the soft values :math:`\log F_d` (inverse temperature
     ``beta``, uniform prior over the actions in ``mask``) at every node (module docstring).
@@ -72,14 +75,17 @@ def belief_tree(pomdp: DiscretePOMDP, belief: Any, horizon: int, beta: float = 1
     Expectimax values maximise over the allowed actions only (disallowed ones get ``-inf``)."""
     b = np.asarray(belief, dtype=np.float64)
     if b.shape != (pomdp.num_states,):
-        raise PlanningError(f"belief must have shape (S,) = ({pomdp.num_states},) for {pomdp.name}; got {b.shape}")
+        raise PlanningError(
+            f"belief must have shape (S,) = ({pomdp.num_states},) for {pomdp.name}; got {b.shape}"
+        )
     n_a, n_o = pomdp.num_actions, pomdp.num_observations
     branching = n_a * n_o
     deepest = branching ** (horizon - 1)
     if deepest > MAX_NODES or branching**horizon > MAX_CODE:
         raise PlanningError(
             f"an exact value twist over horizon {horizon} on {pomdp.name} needs (|A| |O|)^(H-1) = "
-            f"{branching}^{horizon - 1} = {deepest:,} beliefs at the last level (limit {MAX_NODES:,}); "
+            f"{branching}^{horizon - 1} = {deepest:,} beliefs at the last level (limit "
+            f"{MAX_NODES:,}); "
             "use a smaller horizon or RewardProgress"
         )
     mask = np.ones(n_a, bool) if mask is None else np.asarray(mask, bool)
@@ -112,7 +118,13 @@ def belief_tree(pomdp: DiscretePOMDP, belief: Any, horizon: int, beta: float = 1
             values[d] = np.where(mask, q, -np.inf).max(axis=1)
             log_soft[d] = _logsumexp(log_p0 + lq, axis=1)
     return BeliefTree(
-        values=values, q_values=q_values, log_soft=log_soft, log_soft_q=log_soft_q, beliefs=levels, branching=branching, horizon=horizon
+        values=values,
+        q_values=q_values,
+        log_soft=log_soft,
+        log_soft_q=log_soft_q,
+        beliefs=levels,
+        branching=branching,
+        horizon=horizon,
     )
 
 

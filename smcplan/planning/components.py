@@ -32,6 +32,8 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import jax
 
+from smcplan.errors import SmcplanError
+
 __all__ = [
     "Batch",
     "Proposed",
@@ -47,7 +49,7 @@ Batch = Any
 """A batch of N particles, actions or observations: a pytree with leading axis N, or a list."""
 
 
-class PlanningError(ValueError):
+class PlanningError(SmcplanError, ValueError):
     """Bad planner input or a component that broke its contract (names the value and the fix)."""
 
 
@@ -108,7 +110,9 @@ class Proposal(Protocol):
 class WorldModel(Protocol):
     """``world_model(key, particles, actions, t, horizon) -> Transition``: one transition each."""
 
-    def __call__(self, key: jax.Array, particles: Batch, actions: Batch, t: int, horizon: int) -> Transition: ...
+    def __call__(
+        self, key: jax.Array, particles: Batch, actions: Batch, t: int, horizon: int
+    ) -> Transition: ...
 
 
 @runtime_checkable

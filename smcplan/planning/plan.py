@@ -3,8 +3,8 @@ r"""``smcplan.plan``: the drop-in slow thinker, one planner behind two entry poi
 * Toy POMDPs: ``plan(pomdp, belief, key, num_particles, horizon, ...)`` — components from
   :mod:`smcplan.planning.pomdp_components`, vectorised and jit-compiled.
 * Text agents: ``plan(task, memory, admissible_actions, lm=..., ...)`` — language-model
-  components from :mod:`smcplan.planning.text_components` (imported only on this path, so the toy
-  path never imports torch).
+  components from :mod:`smcplan.planning.text_components` (which imports ``smcplan.llm`` only
+  when it builds them, so the toy path never imports torch).
 
 Both run :func:`smcplan.planning.tsmc.tsmc` and return a
 :class:`~smcplan.planning.result.PlanResult`.
@@ -14,9 +14,10 @@ Imports ``smcplan.pomdp`` and the planning modules; never agents, eval or cli.
 
 from __future__ import annotations
 
+import inspect
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, overload
 
 import jax
 import numpy as np
@@ -25,18 +26,26 @@ from smcplan.planning import pomdp_components as pc
 from smcplan.planning.batch import as_key
 from smcplan.planning.components import PlanningError, Proposal, Twist, WorldModel
 from smcplan.planning.result import PlanResult
+from smcplan.planning.text_components import plan_text
 from smcplan.planning.tsmc import tsmc, validate_config
 from smcplan.pomdp.model import DiscretePOMDP
+
+if TYPE_CHECKING:
+    from smcplan.memory import KnowledgeGraph
 
 __all__ = ["plan", "plan_pomdp", "PROPOSALS", "TWISTS", "as_key"]
 
 PROPOSALS = ("uniform", "softmax")
 TWISTS = ("reward", "reward_cumulative", "value", "soft_value", "none")
-_VALUE_TWISTS: weakref.WeakKeyDictionary[DiscretePOMDP, dict[tuple, pc.ExactValueTwist]] = weakref.WeakKeyDictionary()
+_VALUE_TWISTS: weakref.WeakKeyDictionary[DiscretePOMDP, dict[tuple, pc.ExactValueTwist]] = (
+    weakref.WeakKeyDictionary()
+)
 _VALUE_CACHE_SIZE = 32
 
 
-def _value_twist(pomdp: DiscretePOMDP, belief: Any, horizon: int, beta: float, kind: str, mask: np.ndarray) -> pc.ExactValueTwist:
+def _value_twist(
+    pomdp: DiscretePOMDP, belief: Any, horizon: int, beta: float, kind: str, mask: np.ndarray
+) -> pc.ExactValueTwist:
     """Exact value twist, cached per (POMDP, belief, horizon, beta, kind, allowed actions): the
     belief tree is the expensive part and a decision loop asks for the same one repeatedly."""
     b = np.asarray(pomdp.b0 if belief is None else belief, dtype=np.float64)
@@ -49,24 +58,65 @@ def _value_twist(pomdp: DiscretePOMDP, belief: Any, horizon: int, beta: float, k
     return cache[key]
 
 
+@overload
+def plan(
+    pomdp: DiscretePOMDP,
+    belief: Any = None,
+    key: Any = 0,
+    num_particles: int = 256,
+    horizon: int = 3,
+    **options: Any,
+) -> PlanResult: ...
+
+
+@overload
+def plan(
+    task: str,
+    memory: KnowledgeGraph | None,
+    admissible_actions: Sequence[str],
+    lm: Any = None,
+    **options: Any,
+) -> PlanResult: ...
+
+
 def plan(*args: Any, **kwargs: Any) -> PlanResult:
     """Plan one action by twisted SMC.  Dispatches on the first argument:
 
-    * a :class:`~smcplan.pomdp.DiscretePOMDP` → :func:`plan_pomdp`
-      ``(pomdp, belief, key, num_particles, horizon, ...)``;
-    * a task string → :func:`smcplan.planning.text_components.plan_text`
-      ``(task, memory, admissible_actions, lm=..., ...)``.
+    * a :class:`~smcplan.pomdp.DiscretePOMDP` → :func:`plan_pomdp` (toy POMDPs);
+    * a task string → :func:`smcplan.planning.text_components.plan_text` (text agents).
+
+    The two entries (``typing.overload``; the keyword options are those of the function each
+    one calls, documented there)::
+
+        {entries}
     """
     first = args[0] if args else kwargs.get("pomdp", kwargs.get("task"))
     if isinstance(first, DiscretePOMDP):
         return plan_pomdp(*args, **kwargs)
     if isinstance(first, str):
-        from smcplan.planning.text_components import plan_text
-
         return plan_text(*args, **kwargs)
     raise PlanningError(
-        f"plan() takes a DiscretePOMDP (toy planning) or a task string (text agents) first; got {type(first).__name__}"
+        "plan() takes a DiscretePOMDP (toy planning) or a task string (text agents) first; got "
+        f"{type(first).__name__}"
     )
+
+
+def entry_signature(fn: Callable[..., Any], name: str = "plan") -> str:
+    """``name(param: annotation = default, ...) -> return``, one parameter per line, annotations
+    as written (they are strings under ``from __future__ import annotations``)."""
+    params = []
+    star = False
+    for p in inspect.signature(fn).parameters.values():
+        if p.kind is p.KEYWORD_ONLY and not star:
+            params.append("*")
+            star = True
+        text = p.name if p.annotation is p.empty else f"{p.name}: {p.annotation}"
+        if p.default is not p.empty:
+            text += f" = {p.default!r}"
+        params.append(text)
+    ret = inspect.signature(fn).return_annotation
+    body = ",\n".join(f"            {t}" for t in params)
+    return f"{name}(\n{body},\n        ) -> {ret}"
 
 
 def plan_pomdp(
@@ -129,10 +179,15 @@ def plan_pomdp(
         elif proposal == "softmax":
             proposal = pc.SoftmaxProposal(pomdp, mask, beta=proposal_beta)
         else:
-            raise PlanningError(f"unknown proposal {proposal!r}; known: {', '.join(PROPOSALS)}, or a Proposal object")
+            raise PlanningError(
+                f"unknown proposal {proposal!r}; known: {', '.join(PROPOSALS)}, or a Proposal "
+                "object"
+            )
     if isinstance(world_model, str):
         if world_model != "exact":
-            raise PlanningError(f"unknown world model {world_model!r}; known: exact, or a WorldModel object")
+            raise PlanningError(
+                f"unknown world model {world_model!r}; known: exact, or a WorldModel object"
+            )
         world_model = pc.ExactWorldModel(pomdp)
     if isinstance(twist, str):
         if twist == "reward":
@@ -146,7 +201,9 @@ def plan_pomdp(
         elif twist == "none":
             twist = pc.NoTwist()
         else:
-            raise PlanningError(f"unknown twist {twist!r}; known: {', '.join(TWISTS)}, or a Twist object")
+            raise PlanningError(
+                f"unknown twist {twist!r}; known: {', '.join(TWISTS)}, or a Twist object"
+            )
     return tsmc(
         particles,
         key_plan,
@@ -162,3 +219,8 @@ def plan_pomdp(
         jit=jit,
         action_names=list(pomdp.action_names),
     )
+
+
+plan.__doc__ = (plan.__doc__ or "").replace(
+    "{entries}", "\n\n        ".join(entry_signature(f) for f in (plan_pomdp, plan_text))
+)

@@ -1,4 +1,5 @@
-r"""Planner components built from a :class:`~smcplan.pomdp.DiscretePOMDP` (exact, vectorised, jit-able).
+r"""Planner components built from a :class:`~smcplan.pomdp.DiscretePOMDP` (exact, vectorised,
+jit-able).
 
 A particle is a :class:`BeliefParticle`: a latent state :math:`s` drawn from the agent's belief
 together with the belief :math:`b` the agent would hold after the same action–observation
@@ -39,8 +40,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from smcplan.errors import SmcplanError
 from smcplan.planning.belief_tree import MAX_CODE, belief_tree
 from smcplan.planning.components import PlanningError, Proposed, Score, Transition
+from smcplan.pomdp.checks import check_belief
 from smcplan.pomdp.model import DiscretePOMDP
 
 __all__ = [
@@ -78,15 +81,18 @@ class BeliefParticle(NamedTuple):
 
 
 def _belief_vector(pomdp: DiscretePOMDP, belief: Any) -> jax.Array:
-    b = np.asarray(pomdp.b0 if belief is None else belief, dtype=np.float64)
-    if b.shape != (pomdp.num_states,):
-        raise PlanningError(f"belief must have shape (S,) = ({pomdp.num_states},) for {pomdp.name}; got {b.shape}")
-    if not np.all(np.isfinite(b)) or (b < 0).any() or abs(b.sum() - 1.0) > 1e-5:
-        raise PlanningError(f"belief must be a probability vector (>= 0, sum 1); got sum {b.sum():.6g}, min {b.min():.3g}")
+    try:
+        b = check_belief(
+            pomdp.b0 if belief is None else belief, pomdp.num_states, "belief", pomdp.name
+        )
+    except SmcplanError as err:
+        raise PlanningError(str(err)) from None
     return jnp.asarray(b, dtype=jnp.zeros(()).dtype)
 
 
-def init_particles(pomdp: DiscretePOMDP, belief: Any, key: jax.Array, num_particles: int) -> BeliefParticle:
+def init_particles(
+    pomdp: DiscretePOMDP, belief: Any, key: jax.Array, num_particles: int
+) -> BeliefParticle:
     """N particles at the root: :math:`s^i \\sim b`, every belief equal to ``belief``."""
     return _init(_belief_vector(pomdp, belief), key, int(num_particles))
 
@@ -111,7 +117,9 @@ def allowed_actions(pomdp: DiscretePOMDP, actions: Sequence[int | str] | None) -
         return np.ones(pomdp.num_actions, bool)
     actions = list(actions)
     if not actions:
-        raise PlanningError(f"the action set is empty; give at least one of {', '.join(pomdp.action_names)}")
+        raise PlanningError(
+            f"the action set is empty; give at least one of {', '.join(pomdp.action_names)}"
+        )
     mask = np.zeros(pomdp.num_actions, bool)
     for a in actions:
         try:
@@ -122,15 +130,19 @@ def allowed_actions(pomdp: DiscretePOMDP, actions: Sequence[int | str] | None) -
 
 
 def sample_rows(key: jax.Array, probs: jax.Array) -> jax.Array:
-    r"""One draw per row of ``probs`` (..., K) by the inverse CDF, :math:`k = \#\{j : C_j \le u\,C_K\}`
+    r"""One draw per row of ``probs`` (..., K) by the inverse CDF, :math:`k = \#\{j : C_j \le
+    u\,C_K\}`
     with one uniform :math:`u` per row: O(K) per row and a single random number, where
     ``jax.random.categorical`` draws K Gumbel variables per row (measured 37 ms for 16,384 x 30
-    observation rows on CPU).  Rows need a positive sum; zero-probability entries are never drawn."""
+    observation rows on CPU).  Rows need a positive sum; zero-probability entries are never
+    drawn."""
     cdf = jnp.cumsum(probs, axis=-1)
     u = jax.random.uniform(key, probs.shape[:-1], dtype=cdf.dtype) * cdf[..., -1]
     idx = jnp.sum(cdf <= u[..., None], axis=-1)
     k = probs.shape[-1]
-    last_positive = k - 1 - jnp.argmax(jnp.flip(probs > 0, axis=-1), axis=-1)  # guards u*C_K rounding up to C_K
+    last_positive = (
+        k - 1 - jnp.argmax(jnp.flip(probs > 0, axis=-1), axis=-1)
+    )  # guards u*C_K rounding up to C_K
     return jnp.minimum(idx, last_positive).astype(jnp.int32)
 
 
@@ -140,7 +152,8 @@ def expected_reward(R: jax.Array, belief: jax.Array, actions: jax.Array) -> jax.
 
 
 class UniformProposal(eqx.Module):
-    r""":math:`a \sim \mathrm{Uniform}(A')`, :math:`\log q = -\log|A'|`; the prior itself (``log_p=None``)."""
+    r""":math:`a \sim \mathrm{Uniform}(A')`, :math:`\log q = -\log|A'|`; the prior itself
+    (``log_p=None``)."""
 
     mask: jax.Array
 
@@ -149,7 +162,9 @@ class UniformProposal(eqx.Module):
 
     def __call__(self, key: jax.Array, particles: BeliefParticle, t: int, horizon: int) -> Proposed:
         n = particles.state.shape[0]
-        actions = sample_rows(key, jnp.broadcast_to(self.mask.astype(particles.ret.dtype), (n, self.mask.shape[0])))
+        actions = sample_rows(
+            key, jnp.broadcast_to(self.mask.astype(particles.ret.dtype), (n, self.mask.shape[0]))
+        )
         log_q = jnp.full((n,), -jnp.log(jnp.sum(self.mask)))
         return Proposed(actions=actions, log_q=log_q, log_p=None)
 
@@ -164,14 +179,21 @@ class SoftmaxProposal(eqx.Module):
     beta: float = eqx.field(static=True)
     heuristic: Callable[[jax.Array, jax.Array], jax.Array] | None = eqx.field(static=True)
 
-    def __init__(self, pomdp: DiscretePOMDP, mask: Any = None, beta: float = 1.0, heuristic: Callable | None = None) -> None:
+    def __init__(
+        self, pomdp: DiscretePOMDP, mask: Any = None, beta: float = 1.0,
+        heuristic: Callable | None = None,
+    ) -> None:
         self.mask = jnp.asarray(np.ones(pomdp.num_actions, bool) if mask is None else mask, bool)
         self.R = pomdp.device().R
         self.beta = float(beta)
         self.heuristic = heuristic
 
     def __call__(self, key: jax.Array, particles: BeliefParticle, t: int, horizon: int) -> Proposed:
-        h = particles.belief @ self.R if self.heuristic is None else self.heuristic(self.R, particles.belief)
+        h = (
+            particles.belief @ self.R
+            if self.heuristic is None
+            else self.heuristic(self.R, particles.belief)
+        )
         logits = jnp.where(self.mask, self.beta * h, -jnp.inf)
         log_probs = jax.nn.log_softmax(logits, axis=-1)
         actions = sample_rows(key, jnp.exp(log_probs))
@@ -190,21 +212,32 @@ class FixedActions(eqx.Module):
 
     def __call__(self, key: jax.Array, particles: BeliefParticle, t: int, horizon: int) -> Proposed:
         if t > self.actions.shape[0]:
-            raise PlanningError(f"FixedActions holds {self.actions.shape[0]} actions; step {t} needs one more")
+            raise PlanningError(
+                f"FixedActions holds {self.actions.shape[0]} actions; step {t} needs one more"
+            )
         n = particles.state.shape[0]
-        return Proposed(actions=jnp.full((n,), self.actions[t - 1], jnp.int32), log_q=jnp.zeros((n,)), log_p=None)
+        return Proposed(
+            actions=jnp.full((n,), self.actions[t - 1], jnp.int32),
+            log_q=jnp.zeros((n,)),
+            log_p=None,
+        )
 
 
 def _step_particles(
-    world: ExactWorldModel | ObservedWorldModel, key: jax.Array, particles: BeliefParticle, actions: jax.Array, observations: jax.Array | None, t: int
+    world: ExactWorldModel | ObservedWorldModel, key: jax.Array, particles: BeliefParticle,
+    actions: jax.Array, observations: jax.Array | None, t: int,
 ) -> tuple[BeliefParticle, jax.Array, jax.Array, jax.Array]:
     """Shared transition: s' ~ T, o ~ O (or given), exact belief update, reward, return, code."""
     transition, O = world.transition, world.O  # noqa: N806, E741
     k_s, k_o = jax.random.split(key)
     n = actions.shape[0]
     keys = jax.random.split(k_s, n)
-    next_states = jax.vmap(lambda k, s, a: transition.sample(k, s[None], a)[0])(keys, particles.state, actions)
-    log_t = jax.vmap(lambda s, a, s2: transition.log_prob(s[None], a, s2[None])[0])(particles.state, actions, next_states)
+    next_states = jax.vmap(lambda k, s, a: transition.sample(k, s[None], a)[0])(
+        keys, particles.state, actions
+    )
+    log_t = jax.vmap(lambda s, a, s2: transition.log_prob(s[None], a, s2[None])[0])(
+        particles.state, actions, next_states
+    )
     obs_rows = O[actions, next_states]  # (N, num_obs)
     if observations is None:
         observations = sample_rows(k_o, obs_rows)
@@ -218,7 +251,9 @@ def _step_particles(
     branching = world.num_actions * world.num_observations
     limit = (MAX_CODE - branching) // branching
     code = jnp.where(
-        (particles.code >= 0) & (particles.code <= limit), particles.code * branching + actions * world.num_observations + observations, -1
+        (particles.code >= 0) & (particles.code <= limit),
+        particles.code * branching + actions * world.num_observations + observations,
+        -1,
     ).astype(jnp.int32)
     new = BeliefParticle(next_states, belief, code, ret, reward, actions, observations)
     return new, observations, log_t, log_o
@@ -242,7 +277,9 @@ class ExactWorldModel(eqx.Module):
         self.discount = float(pomdp.discount)
         self.num_actions, self.num_observations = pomdp.num_actions, pomdp.num_observations
 
-    def __call__(self, key: jax.Array, particles: BeliefParticle, actions: jax.Array, t: int, horizon: int) -> Transition:
+    def __call__(
+        self, key: jax.Array, particles: BeliefParticle, actions: jax.Array, t: int, horizon: int
+    ) -> Transition:
         new, obs, log_t, log_o = _step_particles(self, key, particles, actions, None, t)
         return Transition(particles=new, observations=obs, log_p=log_t + log_o, log_q=None)
 
@@ -263,13 +300,20 @@ class ObservedWorldModel(eqx.Module):
     def __init__(self, pomdp: DiscretePOMDP, observations: Any) -> None:
         arrays = pomdp.device()
         self.transition, self.O, self.R = arrays.transition, arrays.O, arrays.R
-        self.observations = jnp.asarray([pomdp.observation_index(o) for o in observations], jnp.int32)
+        self.observations = jnp.asarray(
+            [pomdp.observation_index(o) for o in observations], jnp.int32
+        )
         self.discount = float(pomdp.discount)
         self.num_actions, self.num_observations = pomdp.num_actions, pomdp.num_observations
 
-    def __call__(self, key: jax.Array, particles: BeliefParticle, actions: jax.Array, t: int, horizon: int) -> Transition:
+    def __call__(
+        self, key: jax.Array, particles: BeliefParticle, actions: jax.Array, t: int, horizon: int
+    ) -> Transition:
         if t > self.observations.shape[0]:
-            raise PlanningError(f"ObservedWorldModel holds {self.observations.shape[0]} observations; step {t} needs one more")
+            raise PlanningError(
+                f"ObservedWorldModel holds {self.observations.shape[0]} observations; step {t} "
+                "needs one more"
+            )
         n = actions.shape[0]
         obs = jnp.full((n,), self.observations[t - 1], jnp.int32)
         new, obs, log_t, log_o = _step_particles(self, key, particles, actions, obs, t)
@@ -341,22 +385,42 @@ class ExactValueTwist(eqx.Module):
     KINDS = ("expectimax", "soft")
 
     def __init__(
-        self, pomdp: DiscretePOMDP, belief: Any, horizon: int, beta: float = 1.0, kind: str = "expectimax", mask: Any = None, tol: float = 1e-6
+        self, pomdp: DiscretePOMDP, belief: Any, horizon: int, beta: float = 1.0,
+        kind: str = "expectimax", mask: Any = None, tol: float = 1e-6,
     ) -> None:
         if kind not in self.KINDS:
-            raise PlanningError(f"unknown value twist kind {kind!r}; known: {', '.join(self.KINDS)}")
-        tree = belief_tree(pomdp, np.asarray(_belief_vector(pomdp, belief), np.float64), int(horizon), beta=float(beta), mask=mask)
+            raise PlanningError(
+                f"unknown value twist kind {kind!r}; known: {', '.join(self.KINDS)}"
+            )
+        tree = belief_tree(
+            pomdp,
+            np.asarray(_belief_vector(pomdp, belief), np.float64),
+            int(horizon),
+            beta=float(beta),
+            mask=mask,
+        )
         dtype = jnp.zeros(()).dtype
         mask_np = np.ones(pomdp.num_actions, bool) if mask is None else np.asarray(mask, bool)
         self.values = [jnp.asarray(v, dtype) for v in tree.values]
         self.q_values = [jnp.asarray(np.where(mask_np, q, -np.inf), dtype) for q in tree.q_values]
         self.log_soft = [jnp.asarray(f, dtype) for f in tree.log_soft]
-        self.beta, self.discount, self.horizon, self.kind = float(beta), float(pomdp.discount), int(horizon), kind
-        self.branching, self.tol = tree.branching, float(tol) * (1.0 + float(np.max(np.abs(tree.values[0]))))
+        self.beta, self.discount, self.horizon, self.kind = (
+            float(beta),
+            float(pomdp.discount),
+            int(horizon),
+            kind,
+        )
+        self.branching, self.tol = (
+            tree.branching,
+            float(tol) * (1.0 + float(np.max(np.abs(tree.values[0])))),
+        )
 
     def __call__(self, key: jax.Array, particles: BeliefParticle, t: int, horizon: int) -> Score:
         if horizon != self.horizon:
-            raise PlanningError(f"ExactValueTwist was built for horizon {self.horizon}; the planner runs horizon {horizon}")
+            raise PlanningError(
+                f"ExactValueTwist was built for horizon {self.horizon}; the planner runs horizon "
+                f"{horizon}"
+            )
         parent = particles.code // self.branching
         q_parent = self.q_values[t - 1][parent]  # (N, A): Q*_{H-t+1}(b_{t-1}, .)
         q_taken = jnp.take_along_axis(q_parent, particles.action[:, None], axis=-1)[:, 0]
@@ -364,7 +428,9 @@ class ExactValueTwist(eqx.Module):
         if t == self.horizon:
             log_psi = self.beta * particles.ret
         elif self.kind == "expectimax":
-            log_psi = self.beta * (particles.ret + self.discount**t * self.values[t][particles.code])
+            log_psi = self.beta * (
+                particles.ret + self.discount**t * self.values[t][particles.code]
+            )
         else:
             log_psi = self.beta * particles.ret + self.log_soft[t][particles.code]
         return Score(delta=delta, log_psi=log_psi)

@@ -46,11 +46,22 @@ class PlanResult:
         (H,): :math:`1/\sum_i (W^t_i)^2` after the reweighting of step t.
     log_Z, log_Z_increments
         :math:`\log\hat Z = \sum_t \log\sum_i W^{t-1}_{A_i} w^i_t`.  Under
-        ``weighting="twisted"`` this estimates :math:`\log\sum_{x_{1:H}} p_0(x_{1:H})\,\phi(x_{1:H})`
+        ``weighting="twisted"`` this estimates :math:`\log\sum_{x_{1:H}}
+        p_0(x_{1:H})\,\phi(x_{1:H})`
         (unbiased in :math:`\hat Z`); under ``"nesyfs"`` it estimates
         :math:`\log\mathbb E_q[e^{\lambda\sum_t\delta_t}]`.
     calls
         Batched invocations of each component: ``{"proposal": H, "world_model": H, "twist": H}``.
+    step_observations, step_delta, step_log_psi, step_log_weights
+        Per step t: the N observations the world model returned, the twist's :math:`\delta_t`
+        and :math:`\log\psi_t` (``None`` where the twist gave none) and the normalised
+        :math:`\log W^t` after the reweighting (particle i of step t descends from particle
+        ``ancestry[t][i]`` of step t-1).
+    degenerate
+        Every particle had the same progress at every step (the weights carry no information).
+    tie_break
+        The rule that chose the action because the run was degenerate (``"proposal"``), or
+        ``None`` when the weights decided.
     """
 
     action: Any
@@ -71,6 +82,12 @@ class PlanResult:
     num_particles: int
     config: dict[str, Any] = field(default_factory=dict)
     action_names: list[str] | None = None
+    step_observations: list[Batch] = field(default_factory=list)
+    step_delta: list[Any] = field(default_factory=list)
+    step_log_psi: list[Any] = field(default_factory=list)
+    step_log_weights: list[Any] = field(default_factory=list)
+    degenerate: bool = False
+    tie_break: str | None = None
 
     def action_name(self, action: Any = None) -> str:
         """Human-readable name of ``action`` (default: the chosen one)."""
@@ -90,25 +107,91 @@ class PlanResult:
             "horizon": self.horizon,
             "num_particles": self.num_particles,
             "log_Z": _finite_or_str(self.log_Z),
-            "log_Z_increments": [_finite_or_str(x) for x in np.asarray(self.log_Z_increments).tolist()],
+            "log_Z_increments": [
+                _finite_or_str(x) for x in np.asarray(self.log_Z_increments).tolist()
+            ],
             "ess": np.asarray(self.ess).tolist(),
             "resampled": [bool(x) for x in np.asarray(self.resampled).tolist()],
             "calls": dict(self.calls),
-            "config": {k: (v if isinstance(v, int | float | str | bool | type(None)) else repr(v)) for k, v in self.config.items()},
+            "config": {
+                k: (v if isinstance(v, int | float | str | bool | type(None)) else repr(v))
+                for k, v in self.config.items()
+            },
+            "degenerate": bool(self.degenerate),
+            "tie_break": self.tie_break,
         }
         if arrays:
             out["ancestry"] = np.asarray(self.ancestry).tolist()
             out["log_weights"] = [_finite_or_str(x) for x in np.asarray(self.log_weights).tolist()]
             out["first_actions"] = [self.action_name(a) for a in to_host_list(self.first_actions)]
-            out["step_actions"] = [[self.action_name(a) for a in to_host_list(b)] for b in self.step_actions]
+            out["step_actions"] = [
+                [self.action_name(a) for a in to_host_list(b)] for b in self.step_actions
+            ]
         return out
 
+    def trace(
+        self, max_particles: int = 64, max_steps: int = 8, obs_chars: int = 160
+    ) -> dict[str, Any]:
+        """The whole run, step by step, for the viewer (schema: :mod:`smcplan.agents.record`).
+
+        Kept in full for N <= ``max_particles`` and H <= ``max_steps``; beyond that the first
+        particles and steps are kept and ``truncated`` is True.
+        """
+        n, h = min(self.num_particles, max_particles), min(len(self.step_actions), max_steps)
+        anc = np.asarray(self.ancestry)
+        ess = np.asarray(self.ess, dtype=np.float64)
+        res = np.asarray(self.resampled)
+        steps = []
+        for t in range(h):
+            lw = np.asarray(self.step_log_weights[t], dtype=np.float64)
+            obs = (
+                to_host_list(self.step_observations[t])
+                if t < len(self.step_observations)
+                else [""] * self.num_particles
+            )
+            steps.append({
+                "t": t + 1,
+                "actions": [self.action_name(a) for a in to_host_list(self.step_actions[t])[:n]],
+                "observations": [_clip(o, obs_chars) for o in obs[:n]],
+                "ancestors": [int(a) for a in anc[t][:n]],
+                "delta": _floats(self.step_delta[t], n) if t < len(self.step_delta) else None,
+                "log_psi": _floats(self.step_log_psi[t], n) if t < len(self.step_log_psi) else None,
+                "log_weights": [_finite_or_str(x) for x in lw[:n].tolist()],
+                "weights": np.exp(lw[:n]).tolist(),
+                "ess": float(ess[t]),
+                "resampled": bool(res[t]),
+            })
+        return {
+            "steps": steps,
+            "chosen_index": self.chosen_index,
+            "action": self.action_name(),
+            "truncated": bool(
+                self.num_particles > max_particles or len(self.step_actions) > max_steps
+            ),
+        }
+
     def __repr__(self) -> str:
-        mass = ", ".join(f"{self.action_name(a)}: {m:.3f}" for a, m in sorted(self.action_mass.items(), key=lambda kv: -kv[1])[:5])
-        return (
-            f"PlanResult(action={self.action_name()!r}, weighting={self.weighting!r}, N={self.num_particles}, "
-            f"H={self.horizon}, log_Z={self.log_Z:.4g}, min_ess={float(np.min(np.asarray(self.ess))):.3g}, mass={{{mass}}})"
+        mass = ", ".join(
+            f"{self.action_name(a)}: {m:.3f}"
+            for a, m in sorted(self.action_mass.items(), key=lambda kv: -kv[1])[:5]
         )
+        return (
+            f"PlanResult(action={self.action_name()!r}, weighting={self.weighting!r}, "
+            f"N={self.num_particles}, "
+            f"H={self.horizon}, log_Z={self.log_Z:.4g}, "
+            f"min_ess={float(np.min(np.asarray(self.ess))):.3g}, mass={{{mass}}})"
+        )
+
+
+def _floats(row: Any, n: int) -> list[float | str] | None:
+    if row is None:
+        return None
+    return [_finite_or_str(x) for x in np.asarray(row, dtype=np.float64)[:n].tolist()]
+
+
+def _clip(text: Any, limit: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _finite_or_str(x: float) -> float | str:

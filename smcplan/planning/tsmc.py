@@ -18,7 +18,8 @@ from the belief) with equal weights.  For each step :math:`t = 1..H`:
      inference in language models via twisted SMC"):
 
      .. math:: w_t = \frac{p_0(a_t \mid x_{<t})\, p(s_t, o_t \mid x_{<t}, a_t)\, \psi_t(x_{\le t})}
-                          {q(a_t \mid x_{<t})\, q_W(s_t, o_t \mid x_{<t}, a_t)\, \psi_{t-1}(x_{<t})},
+                          {q(a_t \mid x_{<t})\, q_W(s_t, o_t \mid x_{<t}, a_t)\,
+                          \psi_{t-1}(x_{<t})},
         \qquad \psi_0 \equiv 1,\ \psi_H = \phi,
 
      which makes :math:`(x^i_{1:H}, W^H_i)` properly weighted for the target
@@ -50,6 +51,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from smcplan.planning.batch import batch_size, is_list_batch, take, to_host_list
+from smcplan.planning.checks import CHOICES, WEIGHTINGS, validate_config
+from smcplan.planning.checks import check_batch as _check_batch
+from smcplan.planning.checks import check_vector as _check_vector
+from smcplan.planning.checks import component_name as _name
+from smcplan.planning.choose import action_mass as _action_mass
+from smcplan.planning.choose import degenerate as _degenerate
+from smcplan.planning.choose import item as _item
 from smcplan.planning.components import (
     Batch,
     PlanningError,
@@ -60,7 +68,6 @@ from smcplan.planning.components import (
     WorldModel,
 )
 from smcplan.planning.result import PlanResult
-from smcplan.smc import resampling as _resampling
 from smcplan.smc.errors import InvalidWeightsError
 from smcplan.smc.validation import is_concrete
 from smcplan.smc.weights import ess as _ess
@@ -68,8 +75,6 @@ from smcplan.smc.weights import normalize
 
 __all__ = ["tsmc", "WEIGHTINGS", "CHOICES", "validate_config"]
 
-WEIGHTINGS = ("nesyfs", "twisted")
-CHOICES = ("sample", "max_weight")
 
 
 class _Run(NamedTuple):
@@ -83,95 +88,59 @@ class _Run(NamedTuple):
     log_Z_increments: jax.Array
     chosen: jax.Array
     calls: dict[str, int]
-
-
-def validate_config(
-    num_particles: Any,
-    horizon: Any,
-    weighting: str,
-    lam: Any,
-    choice: str,
-    ess_threshold: Any,
-    resampling: str | Callable,
-) -> Callable:
-    """Check the planner's settings; return the resampling function.  Errors name the bad value
-    and the valid ones."""
-    if isinstance(num_particles, bool) or not isinstance(num_particles, int | np.integer) or num_particles < 1:
-        raise PlanningError(f"num_particles must be an integer >= 1; got {num_particles!r}")
-    if isinstance(horizon, bool) or not isinstance(horizon, int | np.integer) or horizon < 1:
-        raise PlanningError(f"horizon must be an integer >= 1; got {horizon!r}")
-    if weighting not in WEIGHTINGS:
-        raise PlanningError(f"unknown weighting {weighting!r}; known: {', '.join(WEIGHTINGS)}")
-    if choice not in CHOICES:
-        raise PlanningError(f"unknown choice {choice!r}; known: {', '.join(CHOICES)}")
-    if not isinstance(lam, int | float | np.floating) or not math.isfinite(float(lam)):
-        raise PlanningError(f"lam must be a finite number; got {lam!r}")
-    if not isinstance(ess_threshold, int | float | np.floating) or math.isnan(float(ess_threshold)):
-        raise PlanningError(
-            f"ess_threshold must be a number (>= 1: resample every step, <= 0: never, else adaptive); got {ess_threshold!r}"
-        )
-    try:
-        return _resampling.get(resampling)
-    except ValueError as err:
-        raise PlanningError(str(err)) from None
-
-
-def _name(component: Any) -> str:
-    name = getattr(component, "__name__", None)
-    return name if isinstance(name, str) else type(component).__name__
-
-
-def _check_vector(x: Any, n: int, what: str, t: int, allow_neg_inf: bool = True) -> jax.Array:
-    """(N,) float vector, no NaN, no +inf (values checked only outside jit)."""
-    if np.shape(x) != (n,):
-        raise PlanningError(f"step {t}: {what} has shape {np.shape(x)}; expected ({n},), one value per particle")
-    x = jnp.asarray(x, dtype=jnp.result_type(float))
-    if is_concrete(x):
-        v = np.asarray(x)
-        if np.isnan(v).any():
-            raise PlanningError(f"step {t}: {what} contains NaN at particles {np.flatnonzero(np.isnan(v))[:5].tolist()}")
-        if np.isposinf(v).any():
-            raise PlanningError(f"step {t}: {what} contains +inf at particles {np.flatnonzero(np.isposinf(v))[:5].tolist()}")
-        if not allow_neg_inf and np.isneginf(v).any():
-            raise PlanningError(
-                f"step {t}: {what} is -inf at particles {np.flatnonzero(np.isneginf(v))[:5].tolist()}: "
-                "the component sampled something it gives probability zero"
-            )
-    return x
-
-
-def _check_batch(batch: Any, n: int, what: str, t: int) -> None:
-    try:
-        m = batch_size(batch, what)
-    except PlanningError as err:
-        raise PlanningError(f"step {t}: {err}") from None
-    if m != n:
-        raise PlanningError(f"step {t}: {what} holds {m} items for {n} particles; components must return one per particle")
+    step_observations: list[Batch]
+    step_delta: list[jax.Array | None]
+    step_log_psi: list[jax.Array | None]
+    step_log_weights: list[jax.Array]
+    step_increments: list[jax.Array]
+    first_log_q: jax.Array
 
 
 def _increment(
-    weighting: str, lam: float, score: Score, proposed: Any, transition: Transition, log_psi_prev: jax.Array, n: int, t: int, names: dict[str, str]
+    weighting: str,
+    lam: float,
+    score: Score,
+    proposed: Any,
+    transition: Transition,
+    log_psi_prev: jax.Array,
+    n: int,
+    t: int,
+    names: dict[str, str],
 ) -> tuple[jax.Array, jax.Array]:
     """log w_t of every particle and the new log psi (for the next step's denominator)."""
     if weighting == "nesyfs":
         if score.delta is None:
-            raise PlanningError(f"weighting='nesyfs' needs a progress delta, but twist {names['twist']} returned delta=None")
+            raise PlanningError(
+                f"weighting='nesyfs' needs a progress delta, but twist {names['twist']} returned "
+                "delta=None"
+            )
         delta = _check_vector(score.delta, n, f"twist {names['twist']} delta", t)
         return lam * delta, log_psi_prev
     if score.log_psi is None:
-        raise PlanningError(f"weighting='twisted' needs log_psi, but twist {names['twist']} returned log_psi=None")
+        raise PlanningError(
+            f"weighting='twisted' needs log_psi, but twist {names['twist']} returned log_psi=None"
+        )
     log_psi = _check_vector(score.log_psi, n, f"twist {names['twist']} log_psi", t)
     log_w = log_psi - log_psi_prev
-    log_q = _check_vector(proposed.log_q, n, f"proposal {names['proposal']} log_q", t, allow_neg_inf=False)
+    log_q = _check_vector(
+        proposed.log_q, n, f"proposal {names['proposal']} log_q", t, allow_neg_inf=False
+    )
     if proposed.log_p is not None:
-        log_w = log_w + _check_vector(proposed.log_p, n, f"proposal {names['proposal']} log_p", t) - log_q
+        log_w = (
+            log_w
+            + _check_vector(proposed.log_p, n, f"proposal {names['proposal']} log_p", t)
+            - log_q
+        )
     if transition.log_q is not None:
         if transition.log_p is None:
             raise PlanningError(
-                f"world model {names['world_model']} returned log_q without log_p; twisted weighting needs both or neither"
+                f"world model {names['world_model']} returned log_q without log_p; twisted "
+                "weighting needs both or neither"
             )
         wp = _check_vector(transition.log_p, n, f"world model {names['world_model']} log_p", t)
-        wq = _check_vector(transition.log_q, n, f"world model {names['world_model']} log_q", t, allow_neg_inf=False)
+        wq = _check_vector(
+            transition.log_q, n, f"world model {names['world_model']} log_q", t, allow_neg_inf=False
+        )
         log_w = log_w + wp - wq
     # A particle already dead (psi_{t-1} = 0) stays dead instead of producing inf - inf.
     log_w = jnp.where(jnp.isneginf(log_psi_prev), -jnp.inf, log_w)
@@ -199,6 +168,12 @@ def _run(
     first_actions: Batch = None
     step_actions: list[Batch] = []
     ancestry, resampled, ess_hist, log_z_hist = [], [], [], []
+    obs_hist: list[Batch] = []
+    delta_hist: list[jax.Array | None] = []
+    psi_hist: list[jax.Array | None] = []
+    logw_hist: list[jax.Array] = []
+    inc_hist: list[jax.Array] = []
+    first_log_q = jnp.zeros((n,))
     identity = jnp.arange(n, dtype=jnp.int32)
     key, key_choice = jax.random.split(key)
     for t, step_key in enumerate(jax.random.split(key, horizon), start=1):
@@ -224,30 +199,44 @@ def _run(
         calls["proposal"] += 1
         proposed = proposal(k_prop, particles, t, horizon)
         _check_batch(proposed.actions, n, f"proposal {names['proposal']} actions", t)
-        _check_vector(proposed.log_q, n, f"proposal {names['proposal']} log_q", t, allow_neg_inf=False)
+        _check_vector(
+            proposed.log_q, n, f"proposal {names['proposal']} log_q", t, allow_neg_inf=False
+        )
         if t == 1:
             first_actions = proposed.actions
+            first_log_q = jnp.asarray(proposed.log_q, dtype=jnp.result_type(float))
         step_actions.append(proposed.actions)
         # 3. transition
         calls["world_model"] += 1
         transition = world_model(k_world, particles, proposed.actions, t, horizon)
         _check_batch(transition.particles, n, f"world model {names['world_model']} particles", t)
-        _check_batch(transition.observations, n, f"world model {names['world_model']} observations", t)
+        _check_batch(
+            transition.observations, n, f"world model {names['world_model']} observations", t
+        )
         particles = transition.particles
+        obs_hist.append(transition.observations)
         # 4. score
         calls["twist"] += 1
         score = twist(k_twist, particles, t, horizon)
         # 5. reweight
-        log_inc, log_psi_prev = _increment(weighting, lam, score, proposed, transition, log_psi_prev, n, t, names)
+        log_inc, log_psi_prev = _increment(
+            weighting, lam, score, proposed, transition, log_psi_prev, n, t, names
+        )
         try:
             log_w, log_z_inc = normalize(log_w + log_inc)
         except InvalidWeightsError as err:
             raise PlanningError(
                 f"step {t}: every particle has weight zero under weighting={weighting!r} ({err}); "
-                f"the twist {names['twist']} or the models gave probability 0 to all {n} continuations"
+                f"the twist {names['twist']} or the models gave probability 0 to all {n} "
+                "continuations"
             ) from None
         ess_hist.append(_ess(log_w))
         log_z_hist.append(log_z_inc)
+        fdt = jnp.result_type(float)
+        delta_hist.append(None if score.delta is None else jnp.asarray(score.delta, dtype=fdt))
+        psi_hist.append(None if score.log_psi is None else jnp.asarray(score.log_psi, dtype=fdt))
+        logw_hist.append(log_w)
+        inc_hist.append(log_inc)
     return _Run(
         particles=particles,
         log_weights=log_w,
@@ -259,33 +248,16 @@ def _run(
         log_Z_increments=jnp.stack(log_z_hist),
         chosen=jax.random.categorical(key_choice, log_w),  # j ~ Cat(W^H), used by choice="sample"
         calls=calls,
+        step_observations=obs_hist,
+        step_delta=delta_hist,
+        step_log_psi=psi_hist,
+        step_log_weights=logw_hist,
+        step_increments=inc_hist,
+        first_log_q=first_log_q,
     )
 
 
 _run_jit = eqx.filter_jit(_run)
-
-
-def _action_mass(first_actions: Batch, log_weights: jax.Array) -> dict[Any, float]:
-    w = np.exp(np.asarray(log_weights, dtype=np.float64))
-    if not is_list_batch(first_actions):
-        acts = np.asarray(first_actions)
-        if acts.ndim == 1 and np.issubdtype(acts.dtype, np.integer):
-            uniq, inv = np.unique(acts, return_inverse=True)
-            mass = np.bincount(inv, weights=w, minlength=len(uniq))
-            return {int(a): float(m) for a, m in zip(uniq, mass, strict=True)}
-        first_actions = to_host_list(first_actions)
-    out: dict[Any, float] = {}
-    for a, wi in zip(first_actions, w, strict=True):
-        k = a if not isinstance(a, list) else tuple(a)
-        out[k] = out.get(k, 0.0) + float(wi)
-    return out
-
-
-def _item(batch: Batch, j: int) -> Any:
-    if is_list_batch(batch):
-        return batch[j]
-    x = np.asarray(batch)[j]
-    return x.item() if np.ndim(x) == 0 else x
 
 
 def tsmc(
@@ -303,6 +275,7 @@ def tsmc(
     choice: str = "sample",
     jit: bool = False,
     action_names: list[str] | None = None,
+    tie_break: str = "none",
 ) -> PlanResult:
     r"""Plan H steps ahead from N particles and choose a first action (module docstring: the math).
 
@@ -335,25 +308,71 @@ def tsmc(
         Compile the whole loop (pytree particles and JAX-traceable components only).
     action_names
         Names of integer actions, for :meth:`PlanResult.to_dict`.
+    tie_break
+        What decides when the run is **degenerate** (``result.degenerate``: under
+        ``weighting="nesyfs"`` every particle had the same :math:`\delta_t` at every step; under
+        ``"twisted"`` the same incremental weight), i.e. the weights carry no information about
+        the imagined futures: ``"proposal"`` takes the step-1 action the proposal gave the
+        largest :math:`\log q` (lowest particle index among equals; ``result.tie_break`` says
+        so); ``"none"`` (default here; the text planner's :class:`~smcplan.planning.config.
+        PlannerConfig` defaults to ``"proposal"``) applies ``choice`` as usual.
     """
     resample_fn = validate_config(
-        batch_size(particles, "initial particles"), horizon, weighting, lam, choice, ess_threshold, resampling
+        batch_size(particles, "initial particles"),
+        horizon,
+        weighting,
+        lam,
+        choice,
+        ess_threshold,
+        resampling,
     )
     n = batch_size(particles, "initial particles")
+    if tie_break not in ("proposal", "none"):
+        raise PlanningError(f"unknown tie_break {tie_break!r}; known: proposal, none")
     if jit and is_list_batch(particles):
-        raise PlanningError("jit=True needs pytree particles with a leading axis N; a list of objects runs with jit=False")
+        raise PlanningError(
+            "jit=True needs pytree particles with a leading axis N; a list of objects runs with "
+            "jit=False"
+        )
     runner = _run_jit if jit else _run
-    out = runner(proposal, world_model, twist, particles, key, int(horizon), weighting, float(lam), resample_fn, float(ess_threshold))
-    host_log_w, log_z_inc, chosen = jax.device_get((out.log_weights, out.log_Z_increments, out.chosen))
+    out = runner(
+        proposal,
+        world_model,
+        twist,
+        particles,
+        key,
+        int(horizon),
+        weighting,
+        float(lam),
+        resample_fn,
+        float(ess_threshold),
+    )
+    host_log_w, log_z_inc, chosen = jax.device_get(
+        (out.log_weights, out.log_Z_increments, out.chosen)
+    )
     log_z_inc = np.asarray(log_z_inc, dtype=np.float64)
     if not np.all(np.isfinite(log_z_inc)):
         bad = int(np.flatnonzero(~np.isfinite(log_z_inc))[0]) + 1
         raise PlanningError(
-            f"step {bad}: every particle has weight zero (or a NaN weight) under weighting={weighting!r}; "
+            f"step {bad}: every particle has weight zero (or a NaN weight) under "
+            f"weighting={weighting!r}; "
             f"log Z increments {log_z_inc.tolist()}"
         )
     mass = _action_mass(out.first_actions, host_log_w)
-    if choice == "sample":
+    degenerate = _degenerate(weighting, out.step_delta, out.step_increments)
+    used_tie_break = None
+    if degenerate and tie_break == "proposal":
+        used_tie_break = "proposal"
+        first_q = np.asarray(out.first_log_q, dtype=np.float64)
+        i0 = int(np.argmax(first_q))  # the first index among equals
+        action = _item(out.step_actions[0], i0)
+        if isinstance(action, list):
+            action = tuple(action)
+        finals = [
+            a if not isinstance(a, list) else tuple(a) for a in to_host_list(out.first_actions)
+        ]
+        j = next((i for i, a in enumerate(finals) if a == action), None)
+    elif choice == "sample":
         j = int(chosen)
         action = _item(out.first_actions, j)
         if isinstance(action, list):
@@ -380,13 +399,22 @@ def tsmc(
         num_particles=n,
         config={
             "lam": float(lam),
-            "resampling": resampling if isinstance(resampling, str) else getattr(resampling, "__name__", repr(resampling)),
+            "resampling": resampling
+            if isinstance(resampling, str)
+            else getattr(resampling, "__name__", repr(resampling)),
             "ess_threshold": float(ess_threshold),
             "choice": choice,
             "jit": bool(jit),
             "proposal": _name(proposal),
             "world_model": _name(world_model),
             "twist": _name(twist),
+            "tie_break": tie_break,
         },
         action_names=action_names,
+        step_observations=out.step_observations,
+        step_delta=out.step_delta,
+        step_log_psi=out.step_log_psi,
+        step_log_weights=out.step_log_weights,
+        degenerate=degenerate,
+        tie_break=used_tie_break,
     )

@@ -9,7 +9,7 @@ A finite POMDP (Kaelbling, Littman & Cassandra 1998) is the tuple
 * :math:`b_0[s]` the initial belief and :math:`\gamma \in [0, 1]` the discount.
 
 Transitions come in two layouts with the same methods (``predict``, ``sample``, ``log_prob``,
-``dense``):
+``dense``), defined in :mod:`smcplan.pomdp.transition` and re-exported here:
 
 * :class:`DenseTransition` stores :math:`T` as an (A, S, S) array; the prediction
   :math:`\bar b(s') = \sum_s T[a,s,s'] b(s)` is a vector–matrix product, :math:`O(S^2)`.
@@ -35,6 +35,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from smcplan.errors import ArgumentTypeError, IndexOutOfRangeError, UnknownNameError
+from smcplan.pomdp.checks import check_sequence
+from smcplan.pomdp.transition import (
+    DENSE_LIMIT,
+    DenseTransition,
+    POMDPValidationError,
+    SparseTransition,
+    Transition,
+    _as_float_array,
+    default_float,
+)
+
 __all__ = [
     "DiscretePOMDP",
     "DenseTransition",
@@ -44,138 +56,6 @@ __all__ = [
     "DENSE_LIMIT",
     "default_float",
 ]
-
-#: Largest number of entries :meth:`DiscretePOMDP.T` will materialise as a dense (A, S, S) array
-#: (2**27 float64 entries = 1 GiB).
-DENSE_LIMIT = 2**27
-
-
-class POMDPValidationError(ValueError):
-    """The arrays or names given to :class:`DiscretePOMDP` do not describe a valid POMDP."""
-
-
-def default_float() -> np.dtype:
-    """JAX's current default float dtype (float32, or float64 under x64), without a device call."""
-    return np.dtype(jax.dtypes.canonicalize_dtype(jnp.float64))
-
-
-def _as_float_array(x: Any, what: str) -> np.ndarray:
-    arr = np.asarray(x, dtype=np.float64)
-    if not np.all(np.isfinite(arr)):
-        bad = tuple(int(i) for i in np.argwhere(~np.isfinite(arr))[0])
-        raise POMDPValidationError(f"{what} has a non-finite entry at index {bad}: {arr[bad]}")
-    return arr
-
-
-@jax.tree_util.register_pytree_node_class
-class DenseTransition:
-    """:math:`T[a, s, s']` as one dense (A, S, S) array (rows sum to one)."""
-
-    def __init__(self, matrix: Any) -> None:
-        self.matrix = matrix
-
-    # pytree protocol: the array is the only leaf
-    def tree_flatten(self) -> tuple[tuple[Any], None]:
-        return (self.matrix,), None
-
-    @classmethod
-    def tree_unflatten(cls, aux: None, children: tuple[Any]) -> DenseTransition:
-        return cls(children[0])
-
-    @property
-    def num_actions(self) -> int:
-        return int(self.matrix.shape[0])
-
-    @property
-    def num_states(self) -> int:
-        return int(self.matrix.shape[1])
-
-    def predict(self, belief: jax.Array, action: jax.Array) -> jax.Array:
-        r""":math:`\bar b(s') = \sum_s b(s)\, T[a, s, s']` (jit-able, ``action`` may be traced)."""
-        return belief @ self.matrix[action]
-
-    def sample(self, key: jax.Array, states: jax.Array, action: jax.Array) -> jax.Array:
-        r"""Draw :math:`s'_i \sim T[a, s_i, \cdot]` for a vector of states (int32, shape (N,))."""
-        rows = self.matrix[action][states]
-        return jax.random.categorical(key, jnp.log(rows), axis=-1).astype(jnp.int32)
-
-    def log_prob(self, states: jax.Array, action: jax.Array, next_states: jax.Array) -> jax.Array:
-        r""":math:`\log T[a, s_i, s'_i]` elementwise."""
-        return jnp.log(self.matrix[action, states, next_states])
-
-    def dense(self) -> np.ndarray:
-        return np.asarray(self.matrix)
-
-    def astype(self, dtype: Any) -> DenseTransition:
-        return DenseTransition(jnp.asarray(self.matrix, dtype=dtype))
-
-
-@jax.tree_util.register_pytree_node_class
-class SparseTransition:
-    r"""Each row :math:`T[a, s, \cdot]` as K (next state, probability) pairs (ELLPACK layout).
-
-    ``next_state[a, s, k]`` (int32, in ``[0, S)``) and ``prob[a, s, k]`` (≥ 0, summing to one over
-    ``k``) encode :math:`T[a, s, s'] = \sum_k \mathrm{prob}[a,s,k]\,[\mathrm{next\_state}[a,s,k]=s']`.
-    Repeated next states in a row are allowed (their probabilities add); padding entries carry
-    probability zero.  Deterministic dynamics have K = 1.
-    """
-
-    def __init__(self, next_state: Any, prob: Any) -> None:
-        self.next_state = next_state
-        self.prob = prob
-
-    def tree_flatten(self) -> tuple[tuple[Any, Any], None]:
-        return (self.next_state, self.prob), None
-
-    @classmethod
-    def tree_unflatten(cls, aux: None, children: tuple[Any, Any]) -> SparseTransition:
-        return cls(*children)
-
-    @property
-    def num_actions(self) -> int:
-        return int(self.next_state.shape[0])
-
-    @property
-    def num_states(self) -> int:
-        return int(self.next_state.shape[1])
-
-    def predict(self, belief: jax.Array, action: jax.Array) -> jax.Array:
-        r""":math:`\bar b(s') = \sum_{s,k} b(s)\,p_{a,s,k}\,[s'_{a,s,k} = s']`, one scatter-add."""
-        mass = belief[:, None] * self.prob[action]
-        return jnp.zeros_like(belief).at[self.next_state[action]].add(mass)
-
-    def sample(self, key: jax.Array, states: jax.Array, action: jax.Array) -> jax.Array:
-        r"""Draw :math:`k_i \sim p_{a,s_i,\cdot}` and return :math:`s'_{a,s_i,k_i}` (int32, (N,))."""
-        probs = self.prob[action][states]
-        if self.prob.shape[-1] == 1:
-            return self.next_state[action][states, 0].astype(jnp.int32)
-        k = jax.random.categorical(key, jnp.log(probs), axis=-1)
-        return jnp.take_along_axis(self.next_state[action][states], k[:, None], axis=-1)[:, 0].astype(jnp.int32)
-
-    def log_prob(self, states: jax.Array, action: jax.Array, next_states: jax.Array) -> jax.Array:
-        r""":math:`\log \sum_k p_{a,s_i,k}\,[s'_{a,s_i,k} = s'_i]` elementwise."""
-        rows_next = self.next_state[action][states]
-        rows_prob = self.prob[action][states]
-        return jnp.log(jnp.sum(jnp.where(rows_next == next_states[:, None], rows_prob, 0.0), axis=-1))
-
-    def dense(self) -> np.ndarray:
-        a, s, _ = self.next_state.shape
-        if a * s * s > DENSE_LIMIT:
-            raise MemoryError(
-                f"a dense T would have {a}x{s}x{s} = {a * s * s:,} entries (limit {DENSE_LIMIT:,}); "
-                "use pomdp.transition.predict / sample / log_prob instead"
-            )
-        out = np.zeros((a, s, s))
-        ai, si = np.meshgrid(np.arange(a), np.arange(s), indexing="ij")
-        np.add.at(out, (ai[..., None], si[..., None], np.asarray(self.next_state)), np.asarray(self.prob))
-        return out
-
-    def astype(self, dtype: Any) -> SparseTransition:
-        return SparseTransition(jnp.asarray(self.next_state, dtype=jnp.int32), jnp.asarray(self.prob, dtype=dtype))
-
-
-Transition = DenseTransition | SparseTransition
-
 
 class DeviceArrays(NamedTuple):
     """JAX copies of a POMDP's arrays in one float dtype (a pytree: pass it through ``jit``)."""
@@ -191,11 +71,16 @@ def _check_names(names: Sequence[str] | None, n: int, kind: str, prefix: str) ->
         return tuple(f"{prefix}{i}" for i in range(n))
     names = tuple(str(x) for x in names)
     if len(names) != n:
-        raise POMDPValidationError(f"{len(names)} {kind} names given but the arrays have {n} {kind}s")
+        raise POMDPValidationError(
+            f"{len(names)} {kind} names given but the arrays have {n} {kind}s"
+        )
     seen: dict[str, int] = {}
     for i, name in enumerate(names):
         if name in seen:
-            raise POMDPValidationError(f"{kind} name {name!r} is used twice (indices {seen[name]} and {i}); names must be unique")
+            raise POMDPValidationError(
+                f"{kind} name {name!r} is used twice (indices {seen[name]} and {i}); names must "
+                "be unique"
+            )
         seen[name] = i
     return names
 
@@ -253,11 +138,14 @@ class DiscretePOMDP:
         else:
             nxt = np.asarray(transition.next_state)
             if not np.issubdtype(nxt.dtype, np.integer):
-                raise POMDPValidationError(f"SparseTransition.next_state must be integer; got {nxt.dtype}")
+                raise POMDPValidationError(
+                    f"SparseTransition.next_state must be integer; got {nxt.dtype}"
+                )
             prob = _as_float_array(transition.prob, "SparseTransition.prob")
             if nxt.ndim != 3 or prob.shape != nxt.shape:
                 raise POMDPValidationError(
-                    f"SparseTransition needs next_state and prob of the same shape (A, S, K); got {nxt.shape} and {prob.shape}"
+                    "SparseTransition needs next_state and prob of the same shape (A, S, K); got "
+                    f"{nxt.shape} and {prob.shape}"
                 )
             transition = SparseTransition(nxt.astype(np.int32), prob)
         num_actions, num_states = transition.num_actions, transition.num_states
@@ -265,9 +153,14 @@ class DiscretePOMDP:
         R = _as_float_array(R, "R")  # noqa: N806
         b0 = _as_float_array(b0, "b0")
         if O.ndim != 3 or O.shape[:2] != (num_actions, num_states):
-            raise POMDPValidationError(f"O must have shape (A, S, num_observations) = ({num_actions}, {num_states}, ·); got {O.shape}")
+            raise POMDPValidationError(
+                f"O must have shape (A, S, num_observations) = ({num_actions}, {num_states}, ·); "
+                f"got {O.shape}"
+            )
         if R.shape != (num_states, num_actions):
-            raise POMDPValidationError(f"R must have shape (S, A) = ({num_states}, {num_actions}); got {R.shape}")
+            raise POMDPValidationError(
+                f"R must have shape (S, A) = ({num_states}, {num_actions}); got {R.shape}"
+            )
         if b0.shape != (num_states,):
             raise POMDPValidationError(f"b0 must have shape (S,) = ({num_states},); got {b0.shape}")
         discount = float(discount)
@@ -284,9 +177,13 @@ class DiscretePOMDP:
         self.b0 = b0
         self.discount = discount
         self.atol = float(atol)
-        self.terminal = np.zeros(num_states, bool) if terminal is None else np.asarray(terminal, bool)
+        self.terminal = (
+            np.zeros(num_states, bool) if terminal is None else np.asarray(terminal, bool)
+        )
         if self.terminal.shape != (num_states,):
-            raise POMDPValidationError(f"terminal must have shape (S,) = ({num_states},); got {self.terminal.shape}")
+            raise POMDPValidationError(
+                f"terminal must have shape (S,) = ({num_states},); got {self.terminal.shape}"
+            )
         self.factors = None if factors is None else {k: np.asarray(v) for k, v in factors.items()}
         self.metadata: dict[str, Any] = dict(metadata or {})
         self._validate_probabilities()
@@ -313,27 +210,38 @@ class DiscretePOMDP:
                 )
         if (probs < 0).any():
             a, s = np.argwhere(probs < 0)[0][:2]
-            raise POMDPValidationError(f"T has a negative probability for action {self.action_names[a]!r} in state {self.state_names[s]!r}")
+            raise POMDPValidationError(
+                f"T has a negative probability for action {self.action_names[a]!r} in state "
+                f"{self.state_names[s]!r}"
+            )
         bad = np.abs(row_sums - 1.0) > tol
         if bad.any():
             a, s = np.argwhere(bad)[0]
             raise POMDPValidationError(
-                f"T[{self.action_names[a]!r}, {self.state_names[s]!r}, :] sums to {row_sums[a, s]:.9g}; "
+                f"T[{self.action_names[a]!r}, {self.state_names[s]!r}, :] sums to "
+                f"{row_sums[a, s]:.9g}; "
                 f"each row must sum to 1 within {tol:g}"
             )
         if (self.O < 0).any():
             a, s = np.argwhere(self.O < 0)[0][:2]
-            raise POMDPValidationError(f"O has a negative probability for action {self.action_names[a]!r} in state {self.state_names[s]!r}")
+            raise POMDPValidationError(
+                f"O has a negative probability for action {self.action_names[a]!r} in state "
+                f"{self.state_names[s]!r}"
+            )
         o_sums = self.O.sum(-1)
         bad = np.abs(o_sums - 1.0) > tol
         if bad.any():
             a, s = np.argwhere(bad)[0]
             raise POMDPValidationError(
-                f"O[{self.action_names[a]!r}, {self.state_names[s]!r}, :] sums to {o_sums[a, s]:.9g}; "
+                f"O[{self.action_names[a]!r}, {self.state_names[s]!r}, :] sums to "
+                f"{o_sums[a, s]:.9g}; "
                 f"each row must sum to 1 within {tol:g}"
             )
         if (self.b0 < 0).any() or abs(self.b0.sum() - 1.0) > tol:
-            raise POMDPValidationError(f"b0 must be a probability vector (>= 0, sum 1 within {tol:g}); sum is {self.b0.sum():.9g}, min {self.b0.min():.3g}")
+            raise POMDPValidationError(
+                f"b0 must be a probability vector (>= 0, sum 1 within {tol:g}); sum is "
+                f"{self.b0.sum():.9g}, min {self.b0.min():.3g}"
+            )
 
     # ------------------------------------------------------------------ sizes and names
     @property
@@ -350,20 +258,36 @@ class DiscretePOMDP:
 
     @property
     def T(self) -> np.ndarray:  # noqa: N802
-        """The dense ``T[a, s, s']`` (materialised for a sparse transition; raises MemoryError if too big)."""
+        """The dense ``T[a, s, s']`` (materialised for a sparse transition; raises MemoryError if
+        too big)."""
         return self.transition.dense()
 
     def _lookup(self, kind: str, value: int | str | np.integer) -> int:
-        names = {"state": self.state_names, "action": self.action_names, "observation": self.observation_names}[kind]
+        names = {
+            "state": self.state_names,
+            "action": self.action_names,
+            "observation": self.observation_names,
+        }[kind]
         if isinstance(value, str):
             try:
                 return self._index[kind][value]
             except KeyError:
-                shown = ", ".join(repr(n) for n in names[:12]) + (", ..." if len(names) > 12 else "")
-                raise KeyError(f"unknown {kind} {value!r} in {self.name}; known: {shown}") from None
+                shown = ", ".join(repr(n) for n in names[:12]) + (
+                    ", ..." if len(names) > 12 else ""
+                )
+                raise UnknownNameError(
+                    f"unknown {kind} {value!r} in {self.name}; known: {shown}"
+                ) from None
+        if isinstance(value, bool) or not hasattr(value, "__index__") or np.ndim(value) != 0:
+            raise ArgumentTypeError(
+                f"{kind} must be a name (str) or an integer index; got "
+                f"{value!r} ({type(value).__name__}) in {self.name}"
+            )
         idx = int(value)
         if not 0 <= idx < len(names):
-            raise IndexError(f"{kind} index {idx} out of range [0, {len(names)}) in {self.name}")
+            raise IndexOutOfRangeError(
+                f"{kind} index {idx} out of range [0, {len(names)}) in {self.name}"
+            )
         return idx
 
     def state_index(self, state: int | str) -> int:
@@ -380,11 +304,16 @@ class DiscretePOMDP:
 
     def _indices(self, values: Any, kind: str) -> np.ndarray:
         limit = self.num_actions if kind == "action" else self.num_observations
-        if isinstance(values, np.ndarray | jax.Array) and np.issubdtype(np.asarray(values).dtype, np.integer):
+        values = check_sequence(values, f"{kind}s")
+        if isinstance(values, np.ndarray | jax.Array) and np.issubdtype(
+            np.asarray(values).dtype, np.integer
+        ):
             arr = np.asarray(values, dtype=np.int64).reshape(-1)
             if arr.size and (arr.min() < 0 or arr.max() >= limit):
                 bad = int(arr[(arr < 0) | (arr >= limit)][0])
-                raise IndexError(f"{kind} index {bad} out of range [0, {limit}) in {self.name}")
+                raise IndexOutOfRangeError(
+                    f"{kind} index {bad} out of range [0, {limit}) in {self.name}"
+                )
             return arr.astype(np.int32)
         return np.asarray([self._lookup(kind, v) for v in values], dtype=np.int32)
 

@@ -5,7 +5,8 @@ Given actions :math:`a_{1:T}` and observations :math:`o_{1:T}`, the filter targe
 Doucet, de Freitas & Gordon 2001).  Per step, :func:`smcplan.smc.step` resamples adaptively
 (ESS below ``ess_threshold`` × N), propagates and reweights:
 
-* **bootstrap**: :math:`s'_i \sim T(\cdot \mid s_i, a_t)`, :math:`\log G_i = \log O(o_t \mid s'_i, a_t)`;
+* **bootstrap**: :math:`s'_i \sim T(\cdot \mid s_i, a_t)`, :math:`\log G_i = \log O(o_t \mid s'_i,
+  a_t)`;
 * **guided**: :math:`s'_i \sim q(\cdot \mid s_i, a_t, o_t)` from a user proposal returning
   :math:`\log q`, :math:`\log G_i = \log T(s'_i \mid s_i, a_t) + \log O(o_t \mid s'_i, a_t)
   - \log q(s'_i \mid s_i, a_t, o_t)`.  :func:`optimal_proposal` gives the locally optimal
@@ -36,8 +37,19 @@ import numpy as np
 from numpyro import handlers
 
 from smcplan import smc
+from smcplan.errors import (
+    ArgumentTypeError,
+    InvalidArgumentError,
+    SmcplanError,
+    UnknownNameError,
+    check_float,
+    check_index,
+    check_int,
+)
+from smcplan.pomdp.checks import check_sequence
 from smcplan.pomdp.model import DenseTransition, DeviceArrays, DiscretePOMDP
 from smcplan.pomdp.program import OBS_SITE, POMDPProgram
+from smcplan.smc.validation import check_key
 
 __all__ = [
     "ParticleFilterResult",
@@ -52,7 +64,7 @@ __all__ = [
 Proposal = Callable[[jax.Array, jax.Array, jax.Array, jax.Array], tuple[jax.Array, jax.Array]]
 
 
-class ParticleDegeneracyError(RuntimeError):
+class ParticleDegeneracyError(SmcplanError, RuntimeError):
     """Every particle got zero weight at some step: no particle explains the observation."""
 
     def __init__(self, message: str, step: int, action: str, observation: str) -> None:
@@ -81,7 +93,8 @@ class ParticleFilterResult(NamedTuple):
 
 
 def optimal_proposal(pomdp: DiscretePOMDP) -> Proposal:
-    r"""The locally optimal proposal :math:`q(s' \mid s, a, o) \propto T(s' \mid s, a)\, O(o \mid s', a)`.
+    r"""The locally optimal proposal :math:`q(s' \mid s, a, o) \propto T(s' \mid s, a)\, O(o \mid
+    s', a)`.
 
     With it the incremental weight is :math:`p(o \mid s, a) = \sum_{s'} T(s'|s,a) O(o|s',a)`, the
     minimum-variance choice given :math:`s` (Doucet, Godsill & Andrieu 2000, Prop. 2).  If
@@ -89,10 +102,14 @@ def optimal_proposal(pomdp: DiscretePOMDP) -> Proposal:
     """
     arrays = pomdp.device()
 
-    def proposal(key: jax.Array, states: jax.Array, action: jax.Array, observation: jax.Array) -> tuple[jax.Array, jax.Array]:
+    def proposal(
+        key: jax.Array, states: jax.Array, action: jax.Array, observation: jax.Array
+    ) -> tuple[jax.Array, jax.Array]:
         tr, obs_lik = arrays.transition, arrays.O[action, :, observation]
         if isinstance(tr, DenseTransition):
-            candidates = jnp.broadcast_to(jnp.arange(tr.num_states), (states.shape[0], tr.num_states))
+            candidates = jnp.broadcast_to(
+                jnp.arange(tr.num_states), (states.shape[0], tr.num_states)
+            )
             prior = tr.matrix[action][states]
         else:
             candidates = tr.next_state[action][states]
@@ -104,7 +121,9 @@ def optimal_proposal(pomdp: DiscretePOMDP) -> Proposal:
         k = jax.random.categorical(key, log_probs, axis=-1)
         nxt = jnp.take_along_axis(candidates, k[:, None], axis=-1)[:, 0]
         # q(s') sums the probability of every candidate slot that leads to s' (repeated next states)
-        log_q = jnp.log(jnp.sum(jnp.where(candidates == nxt[:, None], jnp.exp(log_probs), 0.0), axis=-1))
+        log_q = jnp.log(
+            jnp.sum(jnp.where(candidates == nxt[:, None], jnp.exp(log_probs), 0.0), axis=-1)
+        )
         return nxt.astype(jnp.int32), log_q
 
     return proposal
@@ -153,10 +172,14 @@ def _filter_arrays(
             particles = new_state.particles
         else:
 
-            def propagate(kk: jax.Array, parents: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
+            def propagate(
+                kk: jax.Array, parents: tuple[jax.Array, jax.Array]
+            ) -> tuple[jax.Array, jax.Array]:
                 return proposal(kk, parents[0], a, o)
 
-            def log_weight(new: tuple[jax.Array, jax.Array], parents: tuple[jax.Array, jax.Array]) -> jax.Array:
+            def log_weight(
+                new: tuple[jax.Array, jax.Array], parents: tuple[jax.Array, jax.Array]
+            ) -> jax.Array:
                 return tr.log_prob(parents[0], a, new[0]) + _log(O[a, new[0], o]) - new[1]
 
             new_state, info = smc.step(k, state, propagate, log_weight, resampling, ess_threshold)
@@ -176,8 +199,12 @@ def _seeded(fn: Callable, key: jax.Array, *args: Any) -> Any:
     return handlers.seed(fn, rng_seed=key)(*args)
 
 
-def _obs_log_prob(program: POMDPProgram, key: jax.Array, state: dict, action: jax.Array, observation: jax.Array) -> jax.Array:
-    model = handlers.seed(handlers.condition(program.observe, data={OBS_SITE: observation}), rng_seed=key)
+def _obs_log_prob(
+    program: POMDPProgram, key: jax.Array, state: dict, action: jax.Array, observation: jax.Array
+) -> jax.Array:
+    model = handlers.seed(
+        handlers.condition(program.observe, data={OBS_SITE: observation}), rng_seed=key
+    )
     trace = handlers.trace(model).get_trace(state, action)
     if OBS_SITE not in trace:
         raise ValueError(f"{program.name}.observe has no sample site named {OBS_SITE!r}")
@@ -226,16 +253,18 @@ def _filter_program(
 
 def _program_indices(program: POMDPProgram, values: Any, kind: str) -> np.ndarray:
     names = list(program.action_names if kind == "action" else program.observation_names)
-    out = []
+    values = check_sequence(values, f"{kind}s")
+    out: list[int] = []
     for v in values:
         if isinstance(v, str):
             if v not in names:
-                raise KeyError(f"unknown {kind} {v!r} in {program.name}; known: {', '.join(map(repr, names[:12]))}")
+                raise UnknownNameError(
+                    f"unknown {kind} {v!r} in {program.name}; known: "
+                    f"{', '.join(map(repr, names[:12]))}"
+                )
             out.append(names.index(v))
         else:
-            idx = int(v)
-            if not 0 <= idx < len(names):
-                raise IndexError(f"{kind} index {idx} out of range [0, {len(names)}) in {program.name}")
+            idx = check_index(v, f"{kind}s[{len(out)}]", len(names), f"{kind} index")
             out.append(idx)
     return np.asarray(out, dtype=np.int32)
 
@@ -267,32 +296,63 @@ def particle_filter(
         ParticleDegeneracyError: naming the first step, action and observation at which every
             particle has zero weight.
     """
-    num_particles = int(num_particles)
-    if num_particles < 1:
-        raise ValueError(f"num_particles must be >= 1; got {num_particles}")
+    num_particles = check_int(
+        num_particles, "num_particles", minimum=1, maximum=smc.resampling.MAX_SAMPLES
+    )
+    ess_threshold = check_float(ess_threshold, "ess_threshold", minimum=0.0, maximum=1.0)
     if isinstance(resampling, str) and resampling not in smc.resampling.SCHEMES:
-        raise ValueError(f"unknown resampling {resampling!r}; known: {', '.join(sorted(smc.resampling.SCHEMES))}")
+        raise UnknownNameError(
+            f"unknown resampling {resampling!r}; known: {', '.join(sorted(smc.resampling.SCHEMES))}"
+        )
+    if not isinstance(resampling, str) and not callable(resampling):
+        raise ArgumentTypeError(
+            f"resampling must be a scheme name or a resampler function; got {resampling!r}"
+        )
+    key = check_key(key)
     if isinstance(model, DiscretePOMDP):
         acts = model.action_indices(actions)
         obs = model.observation_indices(observations)
         action_names, obs_names = model.action_names, model.observation_names
     elif isinstance(model, POMDPProgram):
         if proposal is not None:
-            raise ValueError("a guided proposal needs T(s'|s,a) pointwise: compile the program first (compile_program)")
+            raise InvalidArgumentError(
+                "a guided proposal needs T(s'|s,a) pointwise: compile the "
+                "program first (compile_program)"
+            )
         acts = _program_indices(model, actions, "action")
         obs = _program_indices(model, observations, "observation")
         action_names, obs_names = tuple(model.action_names), tuple(model.observation_names)
     else:
-        raise TypeError(f"model must be a DiscretePOMDP or a POMDPProgram; got {type(model).__name__}")
+        raise ArgumentTypeError(
+            f"model must be a DiscretePOMDP or a POMDPProgram; got {type(model).__name__}"
+        )
     if acts.shape != obs.shape:
-        raise ValueError(f"{acts.shape[0]} actions but {obs.shape[0]} observations; need one observation per action")
+        raise InvalidArgumentError(
+            f"{acts.shape[0]} actions but {obs.shape[0]} observations; "
+            "need one observation per action"
+        )
 
     if isinstance(model, DiscretePOMDP):
         out = _filter_arrays(
-            model.device(), key, jnp.asarray(acts), jnp.asarray(obs), num_particles, resampling, float(ess_threshold), proposal
+            model.device(),
+            key,
+            jnp.asarray(acts),
+            jnp.asarray(obs),
+            num_particles,
+            resampling,
+            float(ess_threshold),
+            proposal,
         )
     else:
-        out = _filter_program(model, key, jnp.asarray(acts), jnp.asarray(obs), num_particles, resampling, float(ess_threshold))
+        out = _filter_program(
+            model,
+            key,
+            jnp.asarray(acts),
+            jnp.asarray(obs),
+            num_particles,
+            resampling,
+            float(ess_threshold),
+        )
     x0, lw0, particles, log_weights, info = out
     increments = info.log_Z_increment
     bad = np.flatnonzero(~np.isfinite(np.asarray(increments)))
@@ -300,14 +360,18 @@ def particle_filter(
         t = int(bad[0])
         a, o = action_names[acts[t]], obs_names[obs[t]]
         raise ParticleDegeneracyError(
-            f"step {t}: all {num_particles} particles have zero weight for observation {o!r} after action {a!r} "
-            "(the observation is impossible, or no particle reached a state that explains it: use more particles "
+            f"step {t}: all {num_particles} particles have zero weight for observation {o!r} "
+            f"after action {a!r} "
+            "(the observation is impossible, or no particle reached a state that explains it: use "
+            "more particles "
             "or a guided proposal)",
             step=t,
             action=a,
             observation=o,
         )
-    all_particles = jax.tree_util.tree_map(lambda first, rest: jnp.concatenate([first[None], rest]), x0, particles)
+    all_particles = jax.tree_util.tree_map(
+        lambda first, rest: jnp.concatenate([first[None], rest]), x0, particles
+    )
     return ParticleFilterResult(
         particles=all_particles,
         log_weights=jnp.concatenate([lw0[None], log_weights]),
@@ -320,9 +384,12 @@ def particle_filter(
 
 
 def particle_beliefs(result: ParticleFilterResult, num_states: int) -> jax.Array:
-    r"""Weighted empirical beliefs :math:`\hat b_t(s) = \sum_i W^i_t [s^i_t = s]`, shape (T+1, S)."""
+    r"""Weighted empirical beliefs :math:`\hat b_t(s) = \sum_i W^i_t [s^i_t = s]`, shape (T+1, S).
+    """
     particles = result.particles
     if isinstance(particles, dict):
-        raise TypeError("particles are factored states; map them with smcplan.pomdp.states_to_indices first")
+        raise TypeError(
+            "particles are factored states; map them with smcplan.pomdp.states_to_indices first"
+        )
     weights = jnp.exp(result.log_weights)
     return jax.vmap(lambda x, w: jnp.zeros(num_states, w.dtype).at[x].add(w))(particles, weights)

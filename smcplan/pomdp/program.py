@@ -43,6 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 from numpyro.primitives import Messenger
 
+from smcplan.errors import SmcplanError
 from smcplan.pomdp.model import DENSE_LIMIT, DenseTransition, DiscretePOMDP, SparseTransition
 
 __all__ = [
@@ -60,8 +61,9 @@ State = dict[str, Any]
 OBS_SITE = "obs"
 
 
-class ProgramError(ValueError):
-    """A POMDP program cannot be compiled (non-enumerable site, bad state value, missing ``obs``)."""
+class ProgramError(SmcplanError, ValueError):
+    """A POMDP program cannot be compiled (non-enumerable site, bad state value, missing
+    ``obs``)."""
 
 
 def _default_state_name(values: Mapping[str, int]) -> str:
@@ -70,7 +72,8 @@ def _default_state_name(values: Mapping[str, int]) -> str:
 
 @dataclass(frozen=True, eq=False)  # hashed by identity: usable as a static jit argument
 class POMDPProgram:
-    """A discrete POMDP written as NumPyro programs over a factored state (see the module docstring).
+    """A discrete POMDP written as NumPyro programs over a factored state (see the module
+    docstring).
 
     Attributes:
         name: domain name, used in error messages.
@@ -121,7 +124,9 @@ class _Enumerate(Messenger):
 
     def process_message(self, msg: dict) -> None:
         if msg["type"] == "plate":
-            raise ProgramError(f"{self.program}: plates are not supported; write one sample site per random choice")
+            raise ProgramError(
+                f"{self.program}: plates are not supported; write one sample site per random choice"
+            )
         if msg["type"] != "sample":
             return
         name, d = msg["name"], msg["fn"]
@@ -130,16 +135,22 @@ class _Enumerate(Messenger):
             return
         if not d.has_enumerate_support:
             raise ProgramError(
-                f"{self.program}: site {name!r} has distribution {type(d).__name__} without finite support; "
+                f"{self.program}: site {name!r} has distribution {type(d).__name__} without "
+                "finite support; "
                 "compilation needs discrete sites (Categorical, Bernoulli, DiscreteUniform, ...)"
             )
         if d.event_shape != () or msg["kwargs"].get("sample_shape", ()) != ():
-            raise ProgramError(f"{self.program}: site {name!r} must draw one scalar per batch element (event_shape=(), no sample_shape)")
+            raise ProgramError(
+                f"{self.program}: site {name!r} must draw one scalar per batch element "
+                "(event_shape=(), no sample_shape)"
+            )
         i = len(self.sizes)
         if len(d.batch_shape) > self.batch_ndim + i:
             raise ProgramError(
-                f"{self.program}: site {name!r} has batch shape {d.batch_shape} with more dimensions than the state "
-                "batch; draw one value per batch element (use several sites instead of a batched one)"
+                f"{self.program}: site {name!r} has batch shape {d.batch_shape} with more "
+                "dimensions than the state "
+                "batch; draw one value per batch element (use several sites instead of a batched "
+                "one)"
             )
         support = jnp.reshape(d.enumerate_support(expand=False), (-1,))
         value = support.reshape((support.shape[0],) + (1,) * (i + self.batch_ndim))
@@ -149,7 +160,9 @@ class _Enumerate(Messenger):
         self.values[name] = value
 
 
-def _enumerate_traced(fn: Callable, args: tuple, batch_shape: tuple[int, ...], program: str) -> tuple[Any, dict[str, Any], Any]:
+def _enumerate_traced(
+    fn: Callable, args: tuple, batch_shape: tuple[int, ...], program: str
+) -> tuple[Any, dict[str, Any], Any]:
     handler = _Enumerate(fn, len(batch_shape), program)
     out = handler(*args)
     full = tuple(reversed(handler.sizes)) + tuple(batch_shape)
@@ -164,7 +177,9 @@ def _enumerate_traced(fn: Callable, args: tuple, batch_shape: tuple[int, ...], p
     return outputs, values, jnp.exp(flat(handler.log_prob))
 
 
-def enumerate_program(fn: Callable, args: tuple, batch_shape: tuple[int, ...], program: str = "program") -> tuple[Any, dict[str, np.ndarray], np.ndarray]:
+def enumerate_program(
+    fn: Callable, args: tuple, batch_shape: tuple[int, ...], program: str = "program"
+) -> tuple[Any, dict[str, np.ndarray], np.ndarray]:
     """Run ``fn(*args)`` enumerating every discrete site in parallel (eagerly; see :func:`_jitted`).
 
     ``args`` broadcast to ``batch_shape``.  Returns ``(outputs, site_values, probs)`` where every
@@ -176,12 +191,19 @@ def enumerate_program(fn: Callable, args: tuple, batch_shape: tuple[int, ...], p
     return jax.tree_util.tree_map(np.asarray, out)
 
 
-def _jitted(fn: Callable, program: str) -> Callable[[tuple, tuple[int, ...]], tuple[Any, dict[str, np.ndarray], np.ndarray]]:
+def _jitted(
+    fn: Callable, program: str
+) -> Callable[[tuple, tuple[int, ...]], tuple[Any, dict[str, np.ndarray], np.ndarray]]:
     """:func:`enumerate_program` compiled once per batch shape (eager op-by-op dispatch would
     recompile every primitive for every new shape, which dominated compile time)."""
-    compiled = jax.jit(lambda args, batch_shape: _enumerate_traced(fn, args, batch_shape, program), static_argnums=1)
+    compiled = jax.jit(
+        lambda args, batch_shape: _enumerate_traced(fn, args, batch_shape, program),
+        static_argnums=1,
+    )
 
-    def run(args: tuple, batch_shape: tuple[int, ...]) -> tuple[Any, dict[str, np.ndarray], np.ndarray]:
+    def run(
+        args: tuple, batch_shape: tuple[int, ...]
+    ) -> tuple[Any, dict[str, np.ndarray], np.ndarray]:
         return jax.tree_util.tree_map(np.asarray, compiled(args, tuple(batch_shape)))
 
     return run
@@ -193,55 +215,89 @@ def _bucket(n: int) -> int:
 
 
 class _Codec:
-    """Mixed-radix code of a factored state: code = sum_f value_f * stride_f (first factor most significant)."""
+    """Mixed-radix code of a factored state: code = sum_f value_f * stride_f (first factor most
+    significant)."""
 
     def __init__(self, factors: Mapping[str, int], program: str) -> None:
         self.names = list(factors)
         self.sizes = np.asarray([int(factors[n]) for n in self.names], dtype=np.int64)
         if (self.sizes < 1).any():
-            raise ProgramError(f"{program}: every state factor needs at least one value; got {dict(factors)}")
+            raise ProgramError(
+                f"{program}: every state factor needs at least one value; got {dict(factors)}"
+            )
         if float(np.prod(self.sizes.astype(np.float64))) >= 2**62:
-            raise ProgramError(f"{program}: the factored state space {dict(factors)} is too large to index with int64")
-        self.strides = np.concatenate([np.cumprod(self.sizes[::-1])[::-1][1:], [1]]).astype(np.int64)
+            raise ProgramError(
+                f"{program}: the factored state space {dict(factors)} is too large to index with "
+                "int64"
+            )
+        self.strides = np.concatenate([np.cumprod(self.sizes[::-1])[::-1][1:], [1]]).astype(
+            np.int64
+        )
         self.program = program
 
     def encode(self, state: Mapping[str, Any], mask: np.ndarray | None = None) -> np.ndarray:
         missing = [n for n in self.names if n not in state]
         extra = [n for n in state if n not in self.names]
         if missing or extra:
-            raise ProgramError(f"{self.program}: state has factors {sorted(state)}; expected {self.names}")
+            raise ProgramError(
+                f"{self.program}: state has factors {sorted(state)}; expected {self.names}"
+            )
         code = None
         for name, size, stride in zip(self.names, self.sizes, self.strides, strict=True):
             v = np.asarray(state[name]).astype(np.int64)
             check = v if mask is None else v[mask]
             if check.size and (check.min() < 0 or check.max() >= size):
                 bad = int(check[(check < 0) | (check >= size)][0])
-                raise ProgramError(f"{self.program}: factor {name!r} took value {bad}, outside [0, {size})")
+                raise ProgramError(
+                    f"{self.program}: factor {name!r} took value {bad}, outside [0, {size})"
+                )
             term = np.clip(v, 0, size - 1) * stride
             code = term if code is None else code + term
         return code
 
     def decode(self, codes: np.ndarray) -> dict[str, np.ndarray]:
-        return {n: (codes // st) % sz for n, sz, st in zip(self.names, self.sizes, self.strides, strict=True)}
+        return {
+            n: (codes // st) % sz
+            for n, sz, st in zip(self.names, self.sizes, self.strides, strict=True)
+        }
 
 
-def _index(sorted_codes: np.ndarray, codes: np.ndarray, mask: np.ndarray, program: str) -> np.ndarray:
+def _index(
+    sorted_codes: np.ndarray, codes: np.ndarray, mask: np.ndarray, program: str
+) -> np.ndarray:
     idx = np.clip(np.searchsorted(sorted_codes, codes), 0, sorted_codes.size - 1)
     bad = mask & (sorted_codes[idx] != codes)
     if bad.any():
-        raise ProgramError(f"{program}: a reachable next state (code {int(codes[bad][0])}) is not in the state space")
+        raise ProgramError(
+            f"{program}: a reachable next state (code {int(codes[bad][0])}) is not in the state "
+            "space"
+        )
     return np.where(mask, idx, 0).astype(np.int32)
 
 
-def _tables(program: POMDPProgram, states: State, actions: Any, batch_shape: tuple[int, int]) -> tuple:
-    """Traced: enumerated transition and observation on the (A, S) grid, r(s, a, s'), terminal mask."""
-    nxt, _, t_p = _enumerate_traced(program.transition, (states, actions), batch_shape, f"{program.name}.transition")
-    _, o_sites, o_p = _enumerate_traced(program.observe, (states, actions), batch_shape, f"{program.name}.observe")
+def _tables(
+    program: POMDPProgram, states: State, actions: Any, batch_shape: tuple[int, int]
+) -> tuple:
+    """Traced: enumerated transition and observation on the (A, S) grid, r(s, a, s'), terminal mask.
+    """
+    nxt, _, t_p = _enumerate_traced(
+        program.transition, (states, actions), batch_shape, f"{program.name}.transition"
+    )
+    _, o_sites, o_p = _enumerate_traced(
+        program.observe, (states, actions), batch_shape, f"{program.name}.observe"
+    )
     if OBS_SITE not in o_sites:
-        raise ProgramError(f"{program.name}.observe has no sample site named {OBS_SITE!r}; sites: {sorted(o_sites)}")
+        raise ProgramError(
+            f"{program.name}.observe has no sample site named {OBS_SITE!r}; sites: "
+            f"{sorted(o_sites)}"
+        )
     states3 = {k: v[..., None] for k, v in states.items()}
     r = program.reward(states3, actions[..., None], nxt)
-    terminal = jnp.zeros((), bool) if program.is_terminal is None else program.is_terminal({k: v[0] for k, v in states.items()})
+    terminal = (
+        jnp.zeros((), bool)
+        if program.is_terminal is None
+        else program.is_terminal({k: v[0] for k, v in states.items()})
+    )
     return (nxt, t_p), (o_sites[OBS_SITE], o_p), r, terminal
 
 
@@ -268,7 +324,9 @@ def compile_program(
     ``obs`` site or more than ``max_states`` reachable states.
     """
     if transition_format not in ("auto", "dense", "sparse"):
-        raise ValueError(f"unknown transition_format {transition_format!r}; known: 'auto', 'dense', 'sparse'")
+        raise ValueError(
+            f"unknown transition_format {transition_format!r}; known: 'auto', 'dense', 'sparse'"
+        )
     name = program.name
     codec = _Codec(program.state_factors, name)
     n_a = program.num_actions
@@ -287,7 +345,9 @@ def compile_program(
         known = np.unique(init_codes)
         frontier = known
         while frontier.size:
-            padded = np.concatenate([frontier, np.full(_bucket(frontier.size) - frontier.size, frontier[0])])
+            padded = np.concatenate(
+                [frontier, np.full(_bucket(frontier.size) - frontier.size, frontier[0])]
+            )
             comps = {k: v[None, :] for k, v in codec.decode(padded).items()}
             nxt, _, p = run_transition((comps, actions_col), (n_a, padded.size))
             mask = p > 0
@@ -325,10 +385,15 @@ def compile_program(
         n_o = program.num_observations
         if o_mask.any() and (obs[o_mask].min() < 0 or obs[o_mask].max() >= n_o):
             bad = int(obs[o_mask & ((obs < 0) | (obs >= n_o))][0])
-            raise ProgramError(f"{name}.observe: site 'obs' took value {bad}, outside [0, {n_o}) ({n_o} observation names)")
+            raise ProgramError(
+                f"{name}.observe: site 'obs' took value {bad}, outside [0, {n_o}) ({n_o} "
+                "observation names)"
+            )
         O = np.zeros((n_a, n_s, n_o))  # noqa: N806, E741
         ai, si = np.meshgrid(np.arange(n_a), np.arange(n_s), indexing="ij")
-        np.add.at(O, (ai[..., None], si[..., None], np.where(o_mask, obs, 0)), np.where(o_mask, o_p, 0.0))
+        np.add.at(
+            O, (ai[..., None], si[..., None], np.where(o_mask, obs, 0)), np.where(o_mask, o_p, 0.0)
+        )
 
         # rewards: expectation of r(s, a, s') over s'
         r = np.broadcast_to(r.astype(np.float64), t_mask.shape)

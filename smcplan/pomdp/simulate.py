@@ -30,7 +30,9 @@ class Episode(NamedTuple):
 
 
 @jax.jit
-def _rollout(arrays: Any, key: jax.Array, state0: jax.Array, actions: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+def _rollout(
+    arrays: Any, key: jax.Array, state0: jax.Array, actions: jax.Array
+) -> tuple[jax.Array, jax.Array, jax.Array]:
     def body(state: jax.Array, inputs: tuple[jax.Array, jax.Array]):
         k, a = inputs
         k_t, k_o = jax.random.split(k)
@@ -43,8 +45,14 @@ def _rollout(arrays: Any, key: jax.Array, state0: jax.Array, actions: jax.Array)
     return jnp.concatenate([state0[None], states]), obs, rewards
 
 
-def simulate(pomdp: DiscretePOMDP, actions: Sequence[int | str] | Any, key: jax.Array, state: int | str | None = None) -> Episode:
-    """Simulate ``actions`` from ``state`` (default: drawn from :math:`b_0`); see module docstring."""
+def simulate(
+    pomdp: DiscretePOMDP,
+    actions: Sequence[int | str] | Any,
+    key: jax.Array,
+    state: int | str | None = None,
+) -> Episode:
+    """Simulate ``actions`` from ``state`` (default: drawn from :math:`b_0`); see module docstring.
+    """
     acts = pomdp.action_indices(actions)
     k0, k1 = jax.random.split(key)
     arrays = pomdp.device()

@@ -4,7 +4,8 @@ For horizon :math:`h` (number of decisions left) the optimal value of a belief i
 
 .. math::
     V_0(b) = 0, \qquad
-    Q_h(b, a) = \sum_s b(s) R(s, a) + \gamma \sum_{o:\,P(o|b,a)>0} P(o \mid b, a)\, V_{h-1}(b^{a,o}),
+    Q_h(b, a) = \sum_s b(s) R(s, a) + \gamma \sum_{o:\,P(o|b,a)>0} P(o \mid b, a)\,
+    V_{h-1}(b^{a,o}),
     \qquad V_h(b) = \max_a Q_h(b, a),
 
 with :math:`b^{a,o}` the exact Bayes update (Kaelbling, Littman & Cassandra 1998, §4; Smallwood &
@@ -26,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from smcplan.errors import ArgumentTypeError, SmcplanError, check_int
+from smcplan.pomdp.checks import check_belief
 from smcplan.pomdp.model import DiscretePOMDP
 
 __all__ = ["solve_exact", "exact_q_values", "TreeTooLargeError", "MAX_TREE_ENTRIES"]
@@ -36,32 +39,35 @@ MAX_TREE_ENTRIES = 2 * 10**7
 _TIE = 1e-9
 
 
-class TreeTooLargeError(MemoryError):
+class TreeTooLargeError(SmcplanError, MemoryError):
     """The belief tree for the requested horizon does not fit :data:`MAX_TREE_ENTRIES`."""
 
 
-def _expand(T: np.ndarray, O: np.ndarray, beliefs: np.ndarray, limit: int, what: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # noqa: N803, E741
+def _expand(
+    T: np.ndarray, O: np.ndarray, beliefs: np.ndarray, limit: int, what: str  # noqa: N803, E741
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Children of every belief: (parent*A + a) index, P(o|b,a), child beliefs — only P > 0."""
     predicted = np.einsum("ms,ast->mat", beliefs, T)  # (M, A, S')
     p_obs = np.einsum("mas,aso->mao", predicted, O)  # (M, A, O)
     m_idx, a_idx, o_idx = np.nonzero(p_obs > 0)
     if m_idx.size * T.shape[1] > limit:
-        raise TreeTooLargeError(f"{what}: {m_idx.size:,} beliefs of {T.shape[1]} states exceed {limit:,} entries; use a smaller horizon")
+        raise TreeTooLargeError(
+            f"{what}: {m_idx.size:,} beliefs of {T.shape[1]} states exceed {limit:,} entries; use "
+            "a smaller horizon"
+        )
     probs = p_obs[m_idx, a_idx, o_idx]
-    children = predicted[m_idx, a_idx, :] * np.transpose(O, (0, 2, 1))[a_idx, o_idx, :] / probs[:, None]
+    children = (
+        predicted[m_idx, a_idx, :] * np.transpose(O, (0, 2, 1))[a_idx, o_idx, :] / probs[:, None]
+    )
     return m_idx * T.shape[0] + a_idx, probs, children
 
 
 def exact_q_values(pomdp: DiscretePOMDP, belief: Any, horizon: int) -> np.ndarray:
     r""":math:`Q_h(b, a)` for every action (float64, shape (A,)), by exhaustive expectimax."""
-    horizon = int(horizon)
-    if horizon < 1:
-        raise ValueError(f"horizon must be >= 1; got {horizon}")
-    b = np.asarray(belief, dtype=np.float64)
-    if b.shape != (pomdp.num_states,):
-        raise ValueError(f"belief must have shape (S,) = ({pomdp.num_states},); got {b.shape}")
-    if (b < 0).any() or abs(b.sum() - 1.0) > 1e-6:
-        raise ValueError(f"belief must be a probability vector; sum {b.sum():.9g}, min {b.min():.3g}")
+    if not isinstance(pomdp, DiscretePOMDP):
+        raise ArgumentTypeError(f"pomdp must be a DiscretePOMDP; got {type(pomdp).__name__}")
+    horizon = check_int(horizon, "horizon", minimum=1)
+    b = check_belief(belief, pomdp.num_states, "belief", pomdp.name)
     T, O, R = pomdp.T, pomdp.O, pomdp.R  # noqa: N806, E741
     n_a, n_s = pomdp.num_actions, pomdp.num_states
 
@@ -71,10 +77,13 @@ def exact_q_values(pomdp: DiscretePOMDP, belief: Any, horizon: int) -> np.ndarra
         parents = levels[-1]
         if parents.shape[0] * n_a * max(n_s, pomdp.num_observations) > MAX_TREE_ENTRIES:
             raise TreeTooLargeError(
-                f"horizon {horizon} on {pomdp.name}: level {depth} would predict {parents.shape[0]:,} x {n_a} beliefs "
+                f"horizon {horizon} on {pomdp.name}: level {depth} would predict "
+                f"{parents.shape[0]:,} x {n_a} beliefs "
                 f"of {n_s} states (> {MAX_TREE_ENTRIES:,} entries); use a smaller horizon"
             )
-        slot, probs, children = _expand(T, O, parents, MAX_TREE_ENTRIES, f"horizon {horizon} on {pomdp.name}, level {depth}")
+        slot, probs, children = _expand(
+            T, O, parents, MAX_TREE_ENTRIES, f"horizon {horizon} on {pomdp.name}, level {depth}"
+        )
         links.append((slot, probs))
         levels.append(children)
 
@@ -92,7 +101,8 @@ def exact_q_values(pomdp: DiscretePOMDP, belief: Any, horizon: int) -> np.ndarra
 
 
 def solve_exact(pomdp: DiscretePOMDP, belief: Any, horizon: int) -> tuple[int, float]:
-    r"""Optimal first action and value :math:`(\arg\max_a Q_h(b,a),\ V_h(b))` over ``horizon`` steps.
+    r"""Optimal first action and value :math:`(\arg\max_a Q_h(b,a),\ V_h(b))` over ``horizon``
+    steps.
 
     Ties (within ``1e-9 (1 + |V|)``) are broken towards the lowest action index, so the answer
     does not depend on floating-point noise.  Use ``pomdp.action_names[action]`` for the name.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from smcplan.errors import SmcplanError
 
-class InvalidWeightsError(ValueError):
+
+class InvalidWeightsError(SmcplanError, ValueError):
     """Weights (or log-weights) are unusable: NaN, negative, no survivor, or a wrong shape."""

@@ -12,7 +12,8 @@ What it is
     ==============  ===============================================  ==========================
     multinomial     i.i.d. U(0,1), sorted                             :math:`M W_i (1-W_i)`
     stratified      :math:`u_j = (j + U_j)/M`, :math:`U_j` i.i.d.       ≤ multinomial
-    systematic      :math:`u_j = (j + U)/M`, one :math:`U`              :math:`O_i\in\{\lfloor MW_i\rfloor,\lceil MW_i\rceil\}`
+    systematic      :math:`u_j = (j + U)/M`, one :math:`U`              :math:`O_i\in\{\lfloor
+    MW_i\rfloor,\lceil MW_i\rceil\}`
     residual        :math:`\lfloor M W_i \rfloor` copies, rest multinomial  ≤ multinomial
     ==============  ===============================================  ==========================
 
@@ -44,25 +45,55 @@ function.  Pure JAX; imports no torch.
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
+from functools import partial, wraps
 
 import jax
 import jax.numpy as jnp
 
-from smcplan.smc.validation import check_weights
+from smcplan.errors import UnknownNameError, check_int
+from smcplan.smc.validation import check_key, check_weights
 
-__all__ = ["multinomial", "systematic", "stratified", "residual", "SCHEMES", "register", "get", "offspring_counts"]
+__all__ = [
+    "multinomial",
+    "systematic",
+    "stratified",
+    "residual",
+    "SCHEMES",
+    "register",
+    "get",
+    "offspring_counts",
+]
 
 Resampler = Callable[[jax.Array, jax.Array, int], jax.Array]
+#: Largest ``num_samples`` (indices are int32).
+MAX_SAMPLES = 2**31 - 2
 SCHEMES: dict[str, Resampler] = {}
 
 
 def register(name: str) -> Callable[[Resampler], Resampler]:
-    """Add a scheme to :data:`SCHEMES` under ``name``."""
+    """Decorator: publish the kernel ``fn`` as the scheme ``name`` in :data:`SCHEMES`.
+
+    What is registered (and returned) is the checked entry point: outside ``jit`` it validates
+    the key, the weights (:func:`~smcplan.smc.validation.check_weights`) and that
+    ``num_samples`` is an integer in ``[1, MAX_SAMPLES]`` (``2.5`` is a type error), then
+    calls ``fn``; a scheme added by a user is checked exactly like the built-in ones. A name
+    that is already taken is refused (``ValueError``).
+    """
 
     def deco(fn: Resampler) -> Resampler:
-        SCHEMES[name] = fn
-        return fn
+        if name in SCHEMES:
+            raise ValueError(f"resampling scheme {name!r} is already registered; pick another name")
+
+        @wraps(fn)
+        def resample(key: jax.Array, weights: jax.Array, num_samples: int) -> jax.Array:
+            key = check_key(key)
+            weights = check_weights(weights)
+            num_samples = check_int(num_samples, "num_samples", minimum=1, maximum=MAX_SAMPLES)
+            return fn(key, weights, num_samples)
+
+        resample.__name__ = resample.__qualname__ = name
+        SCHEMES[name] = resample
+        return resample
 
     return deco
 
@@ -72,7 +103,9 @@ def get(name_or_fn: str | Resampler) -> Resampler:
     if callable(name_or_fn):
         return name_or_fn
     if name_or_fn not in SCHEMES:
-        raise ValueError(f"unknown resampling scheme {name_or_fn!r}; known: {', '.join(sorted(SCHEMES))}")
+        raise UnknownNameError(
+            f"unknown resampling scheme {name_or_fn!r}; known: {', '.join(sorted(SCHEMES))}"
+        )
     return SCHEMES[name_or_fn]
 
 
@@ -106,7 +139,12 @@ def _indices_from_cumulative_counts(cum_counts: jax.Array, num_samples: int) -> 
 
 @register("systematic")
 @partial(jax.jit, static_argnums=2)
-def _systematic(key: jax.Array, weights: jax.Array, num_samples: int) -> jax.Array:
+def systematic(key: jax.Array, weights: jax.Array, num_samples: int) -> jax.Array:
+    r"""Systematic resampling (Carpenter et al. 1999): :math:`u_j = (j + U)/M`, one :math:`U\sim
+    U(0,1)`.
+
+    Offspring counts are always :math:`\lfloor M W_i\rfloor` or :math:`\lceil M W_i\rceil`.  O(N +
+    M)."""
     x = _scaled_cdf(weights, num_samples)
     u = jax.random.uniform(key, dtype=x.dtype)
     # #{j in 0..M-1 : (j + U) < M C_i} = ceil(M C_i - U), clipped to [0, M].
@@ -116,7 +154,9 @@ def _systematic(key: jax.Array, weights: jax.Array, num_samples: int) -> jax.Arr
 
 @register("stratified")
 @partial(jax.jit, static_argnums=2)
-def _stratified(key: jax.Array, weights: jax.Array, num_samples: int) -> jax.Array:
+def stratified(key: jax.Array, weights: jax.Array, num_samples: int) -> jax.Array:
+    r"""Stratified resampling (Kitagawa 1996): :math:`u_j = (j + U_j)/M`, :math:`U_j` i.i.d. U(0,1).
+    O(N + M)."""
     x = _scaled_cdf(weights, num_samples)
     u = jax.random.uniform(key, (num_samples,), dtype=x.dtype)
     # u_j = (j + U_j)/M < C_i  <=>  j + U_j < x_i.  Every j < floor(x_i) counts; j = floor(x_i)
@@ -124,13 +164,19 @@ def _stratified(key: jax.Array, weights: jax.Array, num_samples: int) -> jax.Arr
     fl = jnp.floor(x)
     j = jnp.clip(fl.astype(jnp.int32), 0, num_samples - 1)
     extra = (fl < num_samples) & (u[j] < x - fl)
-    cum = jnp.clip(fl.astype(jnp.int32) + extra.astype(jnp.int32), 0, num_samples).at[-1].set(num_samples)
+    cum = (
+        jnp.clip(fl.astype(jnp.int32) + extra.astype(jnp.int32), 0, num_samples)
+        .at[-1]
+        .set(num_samples)
+    )
     return _indices_from_cumulative_counts(cum, num_samples)
 
 
 @register("multinomial")
 @partial(jax.jit, static_argnums=2)
-def _multinomial(key: jax.Array, weights: jax.Array, num_samples: int) -> jax.Array:
+def multinomial(key: jax.Array, weights: jax.Array, num_samples: int) -> jax.Array:
+    r"""Multinomial resampling: :math:`A_j \overset{iid}{\sim} \mathrm{Cat}(W)`; :math:`O \sim
+    \mathrm{Mult}(M, W)`."""
     x = _scaled_cdf(weights, num_samples) / num_samples
     u = jax.random.uniform(key, (num_samples,), dtype=x.dtype)
     # A_j = #{i : C_i <= u_j}: i.i.d. inverse-CDF draws, O(M log N) by binary search.
@@ -140,7 +186,11 @@ def _multinomial(key: jax.Array, weights: jax.Array, num_samples: int) -> jax.Ar
 
 @register("residual")
 @partial(jax.jit, static_argnums=2)
-def _residual(key: jax.Array, weights: jax.Array, num_samples: int) -> jax.Array:
+def residual(key: jax.Array, weights: jax.Array, num_samples: int) -> jax.Array:
+    r"""Residual resampling (Liu & Chen 1998): :math:`\lfloor M W_i\rfloor` deterministic copies,
+    the
+    remaining :math:`M - \sum_i\lfloor M W_i\rfloor` drawn multinomially from :math:`M W_i - \lfloor
+    M W_i\rfloor`."""
     w = jnp.asarray(weights)
     if not jnp.issubdtype(w.dtype, jnp.floating):
         w = w.astype(jnp.float32)
@@ -149,7 +199,9 @@ def _residual(key: jax.Array, weights: jax.Array, num_samples: int) -> jax.Array
     num_random = num_samples - jnp.sum(floor_counts)
     residual_cdf = _prefix_sum(mw - floor_counts)
     total = residual_cdf[-1]
-    residual_cdf = jnp.where(total > 0, residual_cdf / jnp.where(total > 0, total, 1.0), 1.0).at[-1].set(1.0)
+    residual_cdf = (
+        jnp.where(total > 0, residual_cdf / jnp.where(total > 0, total, 1.0), 1.0).at[-1].set(1.0)
+    )
     # R = num_random sorted uniforms with a static shape: partial sums of exponentials normalised
     # by the (R+1)-th one are the order statistics of R uniforms; slots j >= R are set to +inf.
     s = _prefix_sum(jax.random.exponential(key, (num_samples + 1,), dtype=mw.dtype))
@@ -159,32 +211,7 @@ def _residual(key: jax.Array, weights: jax.Array, num_samples: int) -> jax.Array
     return _indices_from_cumulative_counts(_prefix_sum(floor_counts) + random_cum, num_samples)
 
 
-def _public(scheme: Resampler, name: str) -> Resampler:
-    def resample(key: jax.Array, weights: jax.Array, num_samples: int) -> jax.Array:
-        check_weights(weights)
-        if num_samples < 1:
-            raise ValueError(f"num_samples must be >= 1; got {num_samples}")
-        return scheme(key, weights, num_samples)
-
-    resample.__name__ = name
-    resample.__qualname__ = name
-    return resample
-
-
-multinomial = _public(_multinomial, "multinomial")
-multinomial.__doc__ = r"""Multinomial resampling: :math:`A_j \overset{iid}{\sim} \mathrm{Cat}(W)`; :math:`O \sim \mathrm{Mult}(M, W)`."""
-systematic = _public(_systematic, "systematic")
-systematic.__doc__ = r"""Systematic resampling (Carpenter et al. 1999): :math:`u_j = (j + U)/M`, one :math:`U\sim U(0,1)`.
-
-Offspring counts are always :math:`\lfloor M W_i\rfloor` or :math:`\lceil M W_i\rceil`.  O(N + M)."""
-stratified = _public(_stratified, "stratified")
-stratified.__doc__ = r"""Stratified resampling (Kitagawa 1996): :math:`u_j = (j + U_j)/M`, :math:`U_j` i.i.d. U(0,1).  O(N + M)."""
-residual = _public(_residual, "residual")
-residual.__doc__ = r"""Residual resampling (Liu & Chen 1998): :math:`\lfloor M W_i\rfloor` deterministic copies, the
-remaining :math:`M - \sum_i\lfloor M W_i\rfloor` drawn multinomially from :math:`M W_i - \lfloor M W_i\rfloor`."""
-SCHEMES.update({"multinomial": multinomial, "systematic": systematic, "stratified": stratified, "residual": residual})
-
-
 def offspring_counts(indices: jax.Array, num_particles: int) -> jax.Array:
-    """:math:`O_i = \\#\\{j : A_j = i\\}` for ancestor indices ``indices``; shape (num_particles,)."""
+    """:math:`O_i = \\#\\{j : A_j = i\\}` for ancestor indices ``indices``; shape (num_particles,).
+    """
     return jnp.bincount(indices, length=num_particles)

@@ -64,12 +64,16 @@ def _take(tree: PyTree, idx: jax.Array) -> PyTree:
     return jax.tree_util.tree_map(lambda leaf: jnp.take(leaf, idx, axis=0), tree)
 
 
-def resample_state(key: jax.Array, state: SMCState, resample_fn: Callable | str = "systematic") -> tuple[SMCState, jax.Array]:
+def resample_state(
+    key: jax.Array, state: SMCState, resample_fn: Callable | str = "systematic"
+) -> tuple[SMCState, jax.Array]:
     """Unconditionally resample: particles indexed by ancestors, log-weights reset to -log N."""
     resample_fn = resampling.get(resample_fn)
     n = state.log_weights.shape[0]
     idx = resample_fn(key, jnp.exp(state.log_weights), n)
-    return SMCState(_take(state.particles, idx), jnp.full((n,), -jnp.log(n), state.log_weights.dtype)), idx
+    return SMCState(
+        _take(state.particles, idx), jnp.full((n,), -jnp.log(n), state.log_weights.dtype)
+    ), idx
 
 
 def step(
@@ -110,11 +114,18 @@ def step(
     elif ess_threshold <= 0.0:
         ancestors, log_w_parent = without_resampling(None)
     else:
-        ancestors, log_w_parent = jax.lax.cond(do_resample, with_resampling, without_resampling, None)
+        ancestors, log_w_parent = jax.lax.cond(
+            do_resample, with_resampling, without_resampling, None
+        )
 
     parents = _take(state.particles, ancestors)
     new_particles = propagate_fn(key_propagate, parents)
     log_g = log_weight_fn(new_particles, parents)
     new_log_w, log_z_increment = normalize(log_w_parent + log_g)
-    info = SMCInfo(ess=_ess(new_log_w), resampled=do_resample, log_Z_increment=log_z_increment, ancestors=ancestors)
+    info = SMCInfo(
+        ess=_ess(new_log_w),
+        resampled=do_resample,
+        log_Z_increment=log_z_increment,
+        ancestors=ancestors,
+    )
     return SMCState(new_particles, new_log_w), info

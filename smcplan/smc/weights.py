@@ -27,8 +27,10 @@ __all__ = ["normalize", "ess", "log_mean_exp", "log_sum_exp", "Weights"]
 
 
 def log_sum_exp(log_weights: jax.Array) -> jax.Array:
-    r""":math:`\log\sum_i e^{\ell_i}`, shifted by the max; ``-inf`` entries contribute zero."""
-    return logsumexp(log_weights)
+    r""":math:`\log\sum_i e^{\ell_i}`, shifted by the max; ``-inf`` entries contribute zero.
+
+    Same input rules as :func:`log_mean_exp`."""
+    return logsumexp(check_log_weights(log_weights, allow_all_dead=True))
 
 
 def normalize(log_weights: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -41,23 +43,32 @@ def normalize(log_weights: jax.Array) -> tuple[jax.Array, jax.Array]:
     Raises :class:`~smcplan.smc.errors.InvalidWeightsError` outside ``jit`` on NaN, ``+inf``,
     all ``-inf`` or a non-(N,) shape; see :func:`smcplan.smc.validation.checked` inside ``jit``.
     """
-    check_log_weights(log_weights)
-    log_weights = jnp.asarray(log_weights)
-    log_z = logsumexp(log_weights)
-    return log_weights - log_z, log_z
+    log_weights = check_log_weights(log_weights)
+    # shift first: d_i = l_i - max_j l_j is exact for the entries that matter (Sterbenz), so the
+    # normalised weights keep full precision even when |l| is huge (1e30: the log-normaliser's
+    # ulp would otherwise swamp them)
+    shift = jax.lax.stop_gradient(jnp.max(log_weights))
+    d = log_weights - shift
+    log_z_rel = logsumexp(d)
+    return d - log_z_rel, shift + log_z_rel
 
 
 def ess(log_weights: jax.Array) -> jax.Array:
     r"""Effective sample size :math:`\mathrm{ESS} = (\sum_i w_i)^2 / \sum_i w_i^2
     = \exp(2\,\mathrm{LSE}(\ell) - \mathrm{LSE}(2\ell))`; accepts unnormalised log-weights."""
-    check_log_weights(log_weights)
-    log_weights = jnp.asarray(log_weights)
-    return jnp.exp(2.0 * logsumexp(log_weights) - logsumexp(2.0 * log_weights))
+    log_weights = check_log_weights(log_weights)
+    d = log_weights - jnp.max(log_weights)  # shift-invariant; keeps precision for huge |l|
+    return jnp.exp(2.0 * logsumexp(d) - logsumexp(2.0 * d))
 
 
 def log_mean_exp(x: jax.Array) -> jax.Array:
-    r""":math:`\log \frac1N \sum_{i=1}^N e^{x_i}`, stable; the log of an importance-sampling mean."""
-    x = jnp.asarray(x)
+    r""":math:`\log \frac1N \sum_{i=1}^N e^{x_i}`, stable; the log of an importance-sampling mean.
+
+    ``x`` has shape (N,), N >= 1; ``-inf`` entries (zero terms) are allowed and all ``-inf`` gives
+    ``-inf``.  NaN, ``+inf`` and other shapes raise :class:`~smcplan.smc.errors.InvalidWeightsError`
+    outside ``jit`` (for a 2-D array, map over its rows: ``jax.vmap(log_mean_exp)``).
+    """
+    x = check_log_weights(x, "log_mean_exp input x", allow_all_dead=True)
     return logsumexp(x) - jnp.log(x.shape[0])
 
 
@@ -77,4 +88,5 @@ class Weights:
         self.ess = 1.0 / jnp.sum(self.W**2)
 
     def __repr__(self) -> str:
-        return f"Weights(N={self.lw.shape[0]}, ess={float(self.ess):.3g}, log_z={float(self.log_z):.6g})"
+        n, ess, log_z = self.lw.shape[0], float(self.ess), float(self.log_z)
+        return f"Weights(N={n}, ess={ess:.3g}, log_z={log_z:.6g})"

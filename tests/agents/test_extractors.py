@@ -7,8 +7,14 @@ import pytest
 from smcplan.agents.extractors import Extractor, clean_triplets
 from smcplan.memory import Triplet
 
-TWX = "You are in the kitchen. In one part of the room you see a fridge that is closed. To the West you see the living room."
-HOUSEHOLD = "You are in the middle of a room. Looking quickly around you, you see a drawer 1, a drawer 2, a cabinet 1."
+TWX = (
+    "You are in the kitchen. In one part of the room you see a fridge that is closed. "
+    "To the West you see the living room."
+)
+HOUSEHOLD = (
+    "You are in the middle of a room. Looking quickly around you, you see a drawer 1, "
+    "a drawer 2, a cabinet 1."
+)
 
 
 def test_clean_triplets_drops_fields_that_normalise_to_nothing():

@@ -89,7 +89,9 @@ def test_reflection_always_no_makes_nesyfs_plan_after_exactly_three_rejections(
         assert meta["slow_thinking"] and meta["executed"] == "planner"
         assert meta["plan"]["num_particles"] == 3 and meta["plan"]["horizon"] == 2
         assert p.step.action == meta["plan"]["action"]
-        assert all(r["by"] == "reflection" and r["score"] == 0.0 for r in meta["rejected_proposals"])
+        assert all(
+            r["by"] == "reflection" and r["score"] == 0.0 for r in meta["rejected_proposals"]
+        )
         assert len(meta["plan"]["imagined"]) == 2
 
 

@@ -15,17 +15,27 @@ def test_finish_has_every_schema_key_and_counts_tokens_as_the_sum_of_the_three_c
     rec.proposed("look", "hmm", -0.1, -0.2)
     rec.rejected_proposal("look", "hmm", "reflection", "no use", score=0.2)
     rec.reflected([True, False, False, False, False], 0.2)
-    meta = rec.finish({"calls": 3, "prompt_tokens": 100, "generated_tokens": 20, "scored_tokens": 5})
+    meta = rec.finish(
+        {"calls": 3, "prompt_tokens": 100, "generated_tokens": 20, "scored_tokens": 5}
+    )
     assert set(SCHEMA_KEYS) <= set(meta)
     assert meta["llm_calls"] == 3 and meta["llm_tokens"] == 125 and meta["rejections"] == 1
-    assert meta["llm_usage_between"] == {"calls": 0, "prompt_tokens": 0, "generated_tokens": 0, "scored_tokens": 0}
+    assert meta["llm_usage_between"] == {
+        "calls": 0,
+        "prompt_tokens": 0,
+        "generated_tokens": 0,
+        "scored_tokens": 0,
+        "cached_tokens": 0,
+    }
 
 
 def test_agent_specific_keys_may_not_shadow_schema_keys():
     rec = StepRecord("x", "history")
     rec.extra["rejections"] = 7
     with pytest.raises(ValueError, match="shadow"):
-        rec.finish(dict.fromkeys(("calls", "prompt_tokens", "generated_tokens", "scored_tokens"), 0))
+        rec.finish(
+            dict.fromkeys(("calls", "prompt_tokens", "generated_tokens", "scored_tokens"), 0)
+        )
 
 
 def test_usage_meter_counts_each_model_object_once():
@@ -38,7 +48,14 @@ def test_usage_meter_counts_each_model_object_once():
     lm = LM()
     meter = UsageMeter([lm, lm])
     meter.add(lm)
-    assert meter.snapshot() == {"calls": 2, "prompt_tokens": 10, "generated_tokens": 3, "scored_tokens": 1}
+    # a model object without the newer cached_tokens counter counts 0 there
+    assert meter.snapshot() == {
+        "calls": 2,
+        "prompt_tokens": 10,
+        "generated_tokens": 3,
+        "scored_tokens": 1,
+        "cached_tokens": 0,
+    }
 
 
 def test_records_are_json_and_utf8_safe():

@@ -13,7 +13,8 @@ from tests.agents.test_rlaw import smollm2
 
 
 class Spy:
-    """A proposal role that records the observation text it was shown, delegating to the real one."""
+    """A proposal role that records the observation text it was shown, delegating to the real one.
+    """
 
     def __init__(self, inner):
         self.inner = inner

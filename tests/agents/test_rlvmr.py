@@ -125,7 +125,11 @@ def test_first_step_reflection_follows_the_released_code_when_asked():
 
 
 def test_monitor_is_never_rewarded_and_malformed_steps_only_pay_the_penalty():
-    traj = [S("monitor", "a"), S("monitor", "b", valid=False), S("planning", "c", well_formed=False)]
+    traj = [
+        S("monitor", "a"),
+        S("monitor", "b", valid=False),
+        S("planning", "c", well_formed=False),
+    ]
     rs = trajectory_rewards(traj, success=True)
     assert [(r.meta, r.format) for r in rs] == [(0.0, 0.0), (0.0, 0.0), (0.0, -0.1)]
 
@@ -159,7 +163,9 @@ def test_rewards_of_a_step_do_not_depend_on_later_steps():
 
 
 def test_bad_inputs_name_the_valid_values():
-    with pytest.raises(ValueError, match="unknown meta-reasoning tag 'plan'; known: planning, explore"):
+    with pytest.raises(
+        ValueError, match="unknown meta-reasoning tag 'plan'; known: planning, explore"
+    ):
         S("plan", "a")
     with pytest.raises(IndexError, match="step 3 out of range for a trajectory of 1 steps"):
         step_reward([S("monitor", "a")], 3)

@@ -10,7 +10,10 @@ from smcplan.agents.extractors import Extractor
 from smcplan.agents.slow_thinking import SlowThinker
 from smcplan.memory import KnowledgeGraph
 
-OBS = "You are in the middle of a room. Looking quickly around you, you see a drawer 1, a drawer 2, a cabinet 1."
+OBS = (
+    "You are in the middle of a room. Looking quickly around you, you see a drawer 1, "
+    "a drawer 2, a cabinet 1."
+)
 ADMISSIBLE = ["go to drawer 1", "go to drawer 2", "open drawer 1", "look"]
 
 

@@ -103,7 +103,9 @@ def test_clone_is_independent_and_in_the_same_state(coin):
         coin.step(action)
     twin = coin.clone()
     try:
-        assert twin.actions == coin.actions and twin.admissible_actions() == coin.admissible_actions()
+        assert (
+            twin.actions == coin.actions and twin.admissible_actions() == coin.admissible_actions()
+        )
         twin.step("fly to the moon")  # does not touch the original
         for action in gold[4:]:
             a, b = coin.step(action), twin.step(action)

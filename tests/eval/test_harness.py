@@ -16,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from smcplan.agents.random_agent import RandomAgent
@@ -182,17 +183,24 @@ def test_sigkill_mid_sweep_loses_no_finished_episode_and_rerun_completes(tmp_pat
     proc = subprocess.Popen(
         [*cmd, "--out", str(killed)],
         cwd=REPO,
-        start_new_session=True,  # its own process group: the kill reaches the JVM too
+        start_new_session=True,  # its own process group, killed as a whole
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     paths = RunPaths(killed)
     try:
         assert _wait_for(lambda: len(paths.summaries()) >= 3, 120), "sweep never started"
+        # the JVM runs in its own session (Ctrl-C goes to Python only): find it by parentage
+        jvms = [c for c in psutil.Process(proc.pid).children(recursive=True) if "java" in c.name()]
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-    assert _wait_for(lambda: _group_gone(proc.pid), 10), "JVM outlived the killed sweep"
+    assert jvms, "no JVM found under the sweep"
+    assert _wait_for(lambda: _group_gone(proc.pid), 10)
+    # with its parent killed, the JVM's stdin closes and --die-on-broken-pipe ends it
+    assert _wait_for(lambda: not any(_running(j) for j in jvms), 15), (
+        "JVM outlived the killed sweep"
+    )
 
     finished = {p.name: p.read_bytes() for p in paths.summaries()}
     assert 3 <= len(finished) < n, "the kill must land mid-sweep"
@@ -210,6 +218,13 @@ def test_sigkill_mid_sweep_loses_no_finished_episode_and_rerun_completes(tmp_pat
     fresh = tmp_path / "fresh"
     assert main(["eval", *cmd[4:], "--out", str(fresh)]) == 0
     assert trajectories(killed) == trajectories(fresh)  # same episodes as never interrupted
+
+
+def _running(process):
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def _group_gone(pgid):

@@ -160,7 +160,8 @@ def test_viewer_is_self_contained_and_escapes_logged_text(two_runs, tmp_path):
     html = (out / "viewer.html").read_text()
     assert html.count("</script>") == 2  # only the two real closing tags
     assert "http://" not in html and "https://" not in html
-    assert "open door" in html and "kg_added" in html and "action_mass" in html
+    # the plan step's KG fact (logged as a list) and its first-action marginal are embedded
+    assert "open door" in html and '"(door, is, open)"' in html and '"mass":[[' in html
 
 
 def test_labels_disambiguate_runs_of_the_same_agent(two_runs, tmp_path):

@@ -76,7 +76,8 @@ def test_prompt_uses_the_chat_template_with_generation_prompt(tiny):
     )
     assert (
         text
-        == "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\npre"
+        == "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n"
+        "<|im_start|>assistant\npre"
     )
 
 
@@ -199,7 +200,8 @@ def test_output_spec_errors_name_the_bad_value():
 
 def test_json_max_bytes_of_known_shapes():
     s = {"type": "object", "properties": {"b": {"type": "boolean"}}, "required": ["b"]}
-    # '{ "b" : false }' with every optional space: 2 braces + 2 spaces + '"b"' + 4 spaces/comma slots + ':' ',' + 5
+    # '{ "b" : false }' with every optional space: 2 braces + 2 spaces + '"b"' + 4 spaces/comma
+    # slots + ':' ',' + 5
     assert (
         json_max_bytes(s) >= len(json.dumps({"b": False}, separators=(" , ", " : ")).encode()) + 2
     )

@@ -101,7 +101,10 @@ def test_pickle_round_trip_across_processes_with_another_hash_seed(tmp_path):
     kg = pickle.loads(path.read_bytes())
     kg.validate()
     assert len(kg) == 203 and ("thing 7", "in", "box 2") in kg
-    assert kg.location_of("thing 7") == "box 2" and kg.contents("box 1")[:2] == ["thing 1", "thing 6"]
+    assert kg.location_of("thing 7") == "box 2" and kg.contents("box 1")[:2] == [
+        "thing 1",
+        "thing 6",
+    ]
     assert ("pantry", "south", "kitchen") in kg
     kg.update([("thing 7", "in", "box 3")], step=3)
     assert kg.location_of("thing 7") == "box 3"

@@ -36,31 +36,76 @@ def test_arriving_at_a_closed_receptacle_gives_its_state_only():
     assert not e.closed
 
 
-@pytest.mark.parametrize(("index", "action", "want", "closed"), [
-    (8, "open drawer 1", {("agent", "opened", "drawer 1"), ("drawer 1", "is", "open")}, {"drawer 1"}),
-    (11, "open fridge 1", {("agent", "opened", "fridge 1"), ("fridge 1", "is", "open"),
-                           ("egg 1", "in", "fridge 1")}, {"fridge 1"}),
-    (9, "close drawer 1", {("drawer 1", "is", "closed"), ("agent", "closed", "drawer 1")}, set()),
-    (4, "take apple 1 from countertop 1", {("apple 1", "in", "inventory"),
-                                           ("agent", "picked up", "apple 1")}, set()),
-    (14, "move apple 1 to fridge 1", {("apple 1", "in", "fridge 1"), ("agent", "put", "apple 1")},
-     set()),
-    (5, "inventory", {("apple 1", "in", "inventory")}, {"inventory"}),
-    (28, "inventory", set(), {"inventory"}),
-    (12, "cool apple 1 with fridge 1", {("apple 1", "is", "cold"), ("agent", "cooled", "apple 1")},
-     set()),
-    (17, "heat egg 1 with microwave 1", {("egg 1", "is", "hot"), ("agent", "heated", "egg 1")},
-     set()),
-    (19, "clean egg 1 with sinkbasin 1", {("egg 1", "is", "clean"), ("agent", "cleaned", "egg 1")},
-     set()),
-    (20, "examine egg 1", {("egg 1", "is", "hot"), ("egg 1", "is", "clean")}, set()),
-    (13, "examine apple 1", {("apple 1", "is", "cold")}, set()),
-    (6, "examine apple 1", set(), set()),
-    (25, "use desklamp 1", {("desklamp 1", "is", "on"), ("agent", "turned on", "desklamp 1")},
-     set()),
-    (27, "look", {("agent", "at", "sidetable 1")}, set()),
-    (29, "jump", set(), set()),
-])
+@pytest.mark.parametrize(
+    ("index", "action", "want", "closed"),
+    [
+        (
+            8,
+            "open drawer 1",
+            {("agent", "opened", "drawer 1"), ("drawer 1", "is", "open")},
+            {"drawer 1"},
+        ),
+        (
+            11,
+            "open fridge 1",
+            {
+                ("agent", "opened", "fridge 1"),
+                ("fridge 1", "is", "open"),
+                ("egg 1", "in", "fridge 1"),
+            },
+            {"fridge 1"},
+        ),
+        (
+            9,
+            "close drawer 1",
+            {("drawer 1", "is", "closed"), ("agent", "closed", "drawer 1")},
+            set(),
+        ),
+        (
+            4,
+            "take apple 1 from countertop 1",
+            {("apple 1", "in", "inventory"), ("agent", "picked up", "apple 1")},
+            set(),
+        ),
+        (
+            14,
+            "move apple 1 to fridge 1",
+            {("apple 1", "in", "fridge 1"), ("agent", "put", "apple 1")},
+            set(),
+        ),
+        (5, "inventory", {("apple 1", "in", "inventory")}, {"inventory"}),
+        (28, "inventory", set(), {"inventory"}),
+        (
+            12,
+            "cool apple 1 with fridge 1",
+            {("apple 1", "is", "cold"), ("agent", "cooled", "apple 1")},
+            set(),
+        ),
+        (
+            17,
+            "heat egg 1 with microwave 1",
+            {("egg 1", "is", "hot"), ("agent", "heated", "egg 1")},
+            set(),
+        ),
+        (
+            19,
+            "clean egg 1 with sinkbasin 1",
+            {("egg 1", "is", "clean"), ("agent", "cleaned", "egg 1")},
+            set(),
+        ),
+        (20, "examine egg 1", {("egg 1", "is", "hot"), ("egg 1", "is", "clean")}, set()),
+        (13, "examine apple 1", {("apple 1", "is", "cold")}, set()),
+        (6, "examine apple 1", set(), set()),
+        (
+            25,
+            "use desklamp 1",
+            {("desklamp 1", "is", "on"), ("agent", "turned on", "desklamp 1")},
+            set(),
+        ),
+        (27, "look", {("agent", "at", "sidetable 1")}, set()),
+        (29, "jump", set(), set()),
+    ],
+)
 def test_feedback_sentences(index, action, want, closed):
     e = ex(index, action)
     assert set(e.as_tuples()) == want

@@ -1,4 +1,5 @@
-"""Rule-based extraction on real TextWorldExpress observations (coin, cookingworld, twc, mapreader)."""
+"""Rule-based extraction on real TextWorldExpress observations (coin, cookingworld, twc, mapreader).
+"""
 
 from __future__ import annotations
 
@@ -33,12 +34,21 @@ def test_room_description_with_items_states_and_exits():
 def test_surfaces_with_things_on_them_and_open_doors():
     e = ex(2, 11, "move west")  # cookingworld: the pantry
     assert set(e.as_tuples()) == {
-        ("agent", "in", "pantry"), ("folding chair", "in", "pantry"), ("shelf", "in", "pantry"),
-        ("olive oil", "on", "shelf"), ("pantry", "east door", "open"), ("pantry", "east", "kitchen")}
+        ("agent", "in", "pantry"),
+        ("folding chair", "in", "pantry"),
+        ("shelf", "in", "pantry"),
+        ("olive oil", "on", "shelf"),
+        ("pantry", "east door", "open"),
+        ("pantry", "east", "kitchen"),
+    }
     assert e.closed == {"pantry", "folding chair", "shelf"}
     garden = ex(2, 13, "move north")
-    assert {("cilantro", "on", "garden"), ("white onion", "on", "garden"),
-            ("backyard", "south", "kitchen"), ("backyard", "south door", "open")} <= set(garden.as_tuples())
+    assert {
+        ("cilantro", "on", "garden"),
+        ("white onion", "on", "garden"),
+        ("backyard", "south", "kitchen"),
+        ("backyard", "south door", "open"),
+    } <= set(garden.as_tuples())
 
 
 def test_open_containers_listed_in_a_room():

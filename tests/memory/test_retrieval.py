@@ -29,7 +29,9 @@ def test_task_relevant_facts_come_first():
     assert Triplet("apple 1", "on", "countertop 1") in first
     assert Triplet("fridge 1", "is", "closed") in first
     # The agent's surroundings (always-seeded) come after the task's.
-    assert got.index(Triplet("agent", "at", "sidetable 1")) > got.index(Triplet("egg 1", "in", "fridge 1"))
+    assert got.index(Triplet("agent", "at", "sidetable 1")) > got.index(
+        Triplet("egg 1", "in", "fridge 1")
+    )
 
 
 def test_k_bounds_the_neighbourhood():

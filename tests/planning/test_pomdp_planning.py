@@ -23,8 +23,12 @@ def random_pomdp(seed: int, s: int = 4, a: int = 2, o: int = 3) -> DiscretePOMDP
     """Dirichlet(1) transitions and observations, as in tests/pomdp."""
     rng = np.random.default_rng(seed)
     return DiscretePOMDP(
-        rng.dirichlet(np.ones(s), size=(a, s)), rng.dirichlet(np.ones(o), size=(a, s)), rng.normal(size=(s, a)),
-        rng.dirichlet(np.ones(s)), 0.9, name=f"random{seed}",
+        rng.dirichlet(np.ones(s), size=(a, s)),
+        rng.dirichlet(np.ones(o), size=(a, s)),
+        rng.normal(size=(s, a)),
+        rng.dirichlet(np.ones(s)),
+        0.9,
+        name=f"random{seed}",
     )
 
 
@@ -36,13 +40,17 @@ def random_pomdp(seed: int, s: int = 4, a: int = 2, o: int = 3) -> DiscretePOMDP
 def test_belief_tree_q_values_equal_solve_exact_on_tiger(horizon, p_left):
     b = np.array([p_left, 1 - p_left])
     tree = belief_tree(TIGER, b, horizon)
-    np.testing.assert_allclose(tree.q_values[0][0], exact_q_values(TIGER, b, horizon), rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(
+        tree.q_values[0][0], exact_q_values(TIGER, b, horizon), rtol=1e-12, atol=1e-9
+    )
 
 
 @pytest.mark.parametrize("horizon", [1, 2, 3])
 def test_belief_tree_q_values_equal_solve_exact_on_household(horizon):
     tree = belief_tree(HOUSE, HOUSE.b0, horizon)
-    np.testing.assert_allclose(tree.q_values[0][0], exact_q_values(HOUSE, HOUSE.b0, horizon), atol=1e-9)
+    np.testing.assert_allclose(
+        tree.q_values[0][0], exact_q_values(HOUSE, HOUSE.b0, horizon), atol=1e-9
+    )
 
 
 def test_soft_values_equal_brute_force_enumeration_of_the_twisted_target():
@@ -57,10 +65,13 @@ def test_soft_values_equal_brute_force_enumeration_of_the_twisted_target():
         for a in range(pomdp.num_actions):
             pred = b @ T[a]
             inner = sum(
-                (pred * O[a, :, o]).sum() * f(pred * O[a, :, o] / (pred * O[a, :, o]).sum(), depth + 1)
+                (pred * O[a, :, o]).sum()
+                * f(pred * O[a, :, o] / (pred * O[a, :, o]).sum(), depth + 1)
                 for o in range(pomdp.num_observations)
             )
-            total += math.exp(beta * pomdp.discount**depth * (b @ R[:, a])) * inner / pomdp.num_actions
+            total += (
+                math.exp(beta * pomdp.discount**depth * (b @ R[:, a])) * inner / pomdp.num_actions
+            )
         return total
 
     tree = belief_tree(pomdp, pomdp.b0, horizon, beta=beta)
@@ -70,7 +81,11 @@ def test_soft_values_equal_brute_force_enumeration_of_the_twisted_target():
 def test_inverse_cdf_row_sampling_draws_each_entry_with_its_probability_and_never_a_zero():
     probs = np.array([[0.0, 0.2, 0.0, 0.5, 0.3], [1.0, 0.0, 0.0, 0.0, 0.0]])
     m = 100_000
-    draws = np.asarray(pc.sample_rows(jax.random.key(0), np.repeat(probs, m, axis=0).reshape(2, m, 5).transpose(1, 0, 2)))
+    draws = np.asarray(
+        pc.sample_rows(
+            jax.random.key(0), np.repeat(probs, m, axis=0).reshape(2, m, 5).transpose(1, 0, 2)
+        )
+    )
     for row in range(2):
         counts = np.bincount(draws[:, row], minlength=5)
         # binomial counts: within 5 standard deviations of m p (and exactly 0 where p = 0)
@@ -88,7 +103,11 @@ def test_inverse_cdf_row_sampling_draws_each_entry_with_its_probability_and_neve
 # is about e^lam / (e^lam + |A| - 1) = 0.987 for lam = 5, |A| = 3, and choice="sample" picks it with
 # that probability.  Over 200 runs the agreement rate has s.d. sqrt(0.987 * 0.013 / 200) = 0.008,
 # so the issue's bar of 95% sits more than 4 s.d. below the expected rate.
-TIGER_BELIEFS = {"uniform": [0.5, 0.5], "confident left": [0.999, 0.001], "confident right": [0.001, 0.999]}
+TIGER_BELIEFS = {
+    "uniform": [0.5, 0.5],
+    "confident left": [0.999, 0.001],
+    "confident right": [0.001, 0.999],
+}
 
 
 @pytest.mark.parametrize("name", list(TIGER_BELIEFS))
@@ -96,7 +115,8 @@ def test_tiger_plan_with_exact_components_agrees_with_solve_exact_in_95_percent_
     belief = np.array(TIGER_BELIEFS[name])
     best, _ = solve_exact(TIGER, belief, 3)
     agree = sum(
-        plan(TIGER, belief, seed, 256, 3, weighting="nesyfs", lam=5.0, twist="value").action == best for seed in range(200)
+        plan(TIGER, belief, seed, 256, 3, weighting="nesyfs", lam=5.0, twist="value").action == best
+        for seed in range(200)
     )
     assert agree >= 190, (name, TIGER.action_names[best], agree)
 
@@ -137,7 +157,12 @@ def test_household_lookahead_opens_the_drawer_first_while_a_one_step_planner_tak
 def test_household_cumulative_reward_twist_is_myopic_and_resampling_makes_it_greedy():
     # The documented failure mode: resampling on the reward so far discards the open-first
     # rollouts (weight e^{-2} vs e^{6} after step 1) before their reward arrives.
-    acts = [plan(HOUSE, None, seed, 256, 3, twist="reward_cumulative", beta=2.0, choice="max_weight").action_name() for seed in range(5)]
+    acts = [
+        plan(
+            HOUSE, None, seed, 256, 3, twist="reward_cumulative", beta=2.0, choice="max_weight"
+        ).action_name()
+        for seed in range(5)
+    ]
     assert acts.count("take key 1 from drawer 1") >= 4
 
 
@@ -151,12 +176,24 @@ def test_twisted_with_unit_twist_and_q_equal_p_is_a_bootstrap_filter_with_unbias
     for pomdp, steps in ((TIGER, 6), (random_pomdp(7), 6)):
         actions, observations = simulate_fixed(pomdp, steps)
         _, log_lik = exact_filter(pomdp, actions, observations)
-        proposal, world, twist = pc.FixedActions(actions), pc.ObservedWorldModel(pomdp, observations), pc.NoTwist()
+        proposal, world, twist = (
+            pc.FixedActions(actions),
+            pc.ObservedWorldModel(pomdp, observations),
+            pc.NoTwist(),
+        )
         ratios = []
         for seed in range(200):
             k1, k2 = jax.random.split(jax.random.key(seed))
-            res = tsmc(pc.init_particles(pomdp, None, k1, 32), k2, proposal=proposal, world_model=world, twist=twist,
-                       horizon=steps, weighting="twisted", jit=True)
+            res = tsmc(
+                pc.init_particles(pomdp, None, k1, 32),
+                k2,
+                proposal=proposal,
+                world_model=world,
+                twist=twist,
+                horizon=steps,
+                weighting="twisted",
+                jit=True,
+            )
             ratios.append(math.exp(res.log_Z - float(log_lik)))
         m, se = np.mean(ratios), np.std(ratios, ddof=1) / math.sqrt(len(ratios))
         assert abs(m - 1.0) < 4 * se, (pomdp.name, m, se)
@@ -164,7 +201,8 @@ def test_twisted_with_unit_twist_and_q_equal_p_is_a_bootstrap_filter_with_unbias
 
 
 def simulate_fixed(pomdp: DiscretePOMDP, steps: int) -> tuple[list[int], list[int]]:
-    """A reproducible action/observation record from the POMDP itself (policy: cycle the actions)."""
+    """A reproducible action/observation record from the POMDP itself (policy: cycle the actions).
+    """
     rng = np.random.default_rng(0)
     s = rng.choice(pomdp.num_states, p=pomdp.b0)
     actions, observations = [], []
@@ -179,7 +217,8 @@ def simulate_fixed(pomdp: DiscretePOMDP, steps: int) -> tuple[list[int], list[in
 def test_twisted_with_the_soft_twist_and_a_biased_proposal_recovers_the_exact_target():
     # Target p0 * exp(beta G_3) on Tiger at b = (0.97, 0.03), proposal softmax(0.1 * expected
     # reward) = (0.39, 0.00, 0.61) for (listen, open left, open right) at the root: q != p0, so the
-    # p0/q correction is exercised (and no action the target needs is starved of particles).  The exact target marginal of the first action
+    # p0/q correction is exercised (and no action the target needs is starved of particles).  The
+    # exact target marginal of the first action
     # and Z = F_0(b) come from the belief tree.  Action-mass estimates are consistent with O(1/N)
     # bias, Z-hat is unbiased: check both within 4 standard errors over 100 seeds.
     belief, beta, horizon, n = np.array([0.97, 0.03]), 1.0, 3, 256
@@ -188,7 +227,17 @@ def test_twisted_with_the_soft_twist_and_a_biased_proposal_recovers_the_exact_ta
     marg /= marg.sum()
     masses, ratios = [], []
     for seed in range(100):
-        res = plan(TIGER, belief, seed, n, horizon, proposal="softmax", proposal_beta=0.1, twist="soft_value", beta=beta)
+        res = plan(
+            TIGER,
+            belief,
+            seed,
+            n,
+            horizon,
+            proposal="softmax",
+            proposal_beta=0.1,
+            twist="soft_value",
+            beta=beta,
+        )
         masses.append(res.action_mass.get(0, 0.0))
         ratios.append(math.exp(res.log_Z - tree.log_soft[0][0]))
     m, se = np.mean(masses), np.std(masses, ddof=1) / 10
@@ -204,7 +253,9 @@ def test_twisted_with_the_soft_twist_and_a_biased_proposal_recovers_the_exact_ta
 def test_plan_calls_each_component_exactly_horizon_times(horizon):
     res = plan(TIGER, None, 0, 64, horizon)
     assert res.calls == {"proposal": horizon, "world_model": horizon, "twist": horizon}
-    assert np.asarray(res.ancestry).shape == (horizon, 64) and np.asarray(res.ess).shape == (horizon,)
+    assert np.asarray(res.ancestry).shape == (horizon, 64) and np.asarray(res.ess).shape == (
+        horizon,
+    )
 
 
 def test_smcplan_plan_is_the_planner_and_the_result_names_actions():
@@ -223,11 +274,17 @@ def test_restricting_the_action_set_restricts_the_plan():
     [
         (dict(num_particles=0), "num_particles must be an integer >= 1; got 0"),
         (dict(horizon=0), "horizon must be an integer >= 1; got 0"),
-        (dict(actions=[]), "the action set is empty; give at least one of listen, open left door, open right door"),
+        (
+            dict(actions=[]),
+            "the action set is empty; give at least one of listen, open left door, open right door",
+        ),
         (dict(actions=["jump"]), "unknown action 'jump' in tiger; known: 'listen'"),
         (dict(belief=[1.0]), r"belief must have shape \(S,\) = \(2,\)"),
         (dict(belief=[0.7, 0.7]), "belief must be a probability vector"),
-        (dict(twist="oracle"), "unknown twist 'oracle'; known: reward, reward_cumulative, value, soft_value, none"),
+        (
+            dict(twist="oracle"),
+            "unknown twist 'oracle'; known: reward, reward_cumulative, value, soft_value, none",
+        ),
         (dict(proposal="llm"), "unknown proposal 'llm'; known: uniform, softmax"),
         (dict(horizon=20, twist="value"), "an exact value twist over horizon 20 on tiger needs"),
         (dict(key="seed"), "key must be a jax.random key or an int seed"),
@@ -243,3 +300,21 @@ def test_bad_plan_input_raises_clear_errors(kwargs, message):
 def test_plan_rejects_what_it_cannot_dispatch():
     with pytest.raises(PlanningError, match="plan\\(\\) takes a DiscretePOMDP .* or a task string"):
         plan(42)
+
+
+def test_help_shows_both_entries_and_the_overloads_are_the_entry_functions():
+    import inspect
+    from typing import get_overloads
+
+    import smcplan
+    from smcplan.planning.plan import entry_signature, plan_pomdp
+    from smcplan.planning.text_components import plan_text
+
+    doc = smcplan.plan.__doc__
+    assert entry_signature(plan_pomdp) in doc and entry_signature(plan_text) in doc
+    assert "weighting: str = 'twisted'" in doc and "weighting: str = 'nesyfs'" in doc
+    for entry, impl in zip(get_overloads(smcplan.plan), (plan_pomdp, plan_text), strict=True):
+        *head, options = inspect.signature(entry).parameters.values()
+        params = list(inspect.signature(impl).parameters.values())
+        assert head == params[: len(head)] and options.kind is options.VAR_KEYWORD
+        assert all(p.kind is p.KEYWORD_ONLY for p in params[len(head):]), impl.__name__

@@ -41,7 +41,9 @@ def memory() -> KnowledgeGraph:
 def test_text_plan_returns_an_admissible_action_with_one_batched_call_per_role_per_step(lm):
     horizon = 2
     before = lm.usage.calls
-    res = smcplan.plan(TASK, memory(), ACTIONS, lm=lm, observation=OBS, num_particles=4, horizon=horizon, key=0)
+    res = smcplan.plan(
+        TASK, memory(), ACTIONS, lm=lm, observation=OBS, num_particles=4, horizon=horizon, key=0
+    )
     assert res.action in ACTIONS
     assert res.calls == {"proposal": horizon, "world_model": horizon, "twist": horizon}
     # proposal scoring + observation sampling + triplet extraction + progress scoring, per step
@@ -68,7 +70,17 @@ def test_particles_update_their_own_graph_copies_and_never_the_agents_memory(lm)
         assert len(locations) == len(actions)  # the agent's location in each particle's graph
         return [[("agent", "tried", a)] for a in actions]
 
-    res = smcplan.plan(TASK, root, ACTIONS, lm=lm, observation=OBS, num_particles=4, horizon=2, key=3, extractor=did)
+    res = smcplan.plan(
+        TASK,
+        root,
+        ACTIONS,
+        lm=lm,
+        observation=OBS,
+        num_particles=4,
+        horizon=2,
+        key=3,
+        extractor=did,
+    )
     assert root == snapshot and len(root) == 2  # the agent's memory is untouched
     for p in res.particles:
         for a, _ in p.steps:
@@ -82,17 +94,35 @@ def test_particles_update_their_own_graph_copies_and_never_the_agents_memory(lm)
 def test_twisted_text_plan_weights_telescope_to_the_final_progress_twist(lm):
     # Proposal at temperature 1 (q = p0) and observations sampled from the model (q_W = p): the
     # twisted weight of a particle telescopes to psi_H = P(Yes | its last transition).  Without
-    # resampling the final log-weights must equal the normalised log P(Yes) recomputed here.
+    # resampling the final log-weights must equal the normalised log P(Yes) recomputed here
+    # (the judge sees each particle's retrieved facts and new triplets before its observations).
     from smcplan.llm import ProgressModel
+    from smcplan.planning.progress import LMProgress
 
-    res = smcplan.plan(TASK, memory(), ACTIONS, lm=lm, observation=OBS, num_particles=4, horizon=2, key=5,
-                       weighting="twisted", ess_threshold=0.0, extractor="rule")
+    res = smcplan.plan(
+        TASK,
+        memory(),
+        ACTIONS,
+        lm=lm,
+        observation=OBS,
+        num_particles=4,
+        horizon=2,
+        key=5,
+        weighting="twisted",
+        ess_threshold=0.0,
+        extractor="rule",
+    )
+    shown = LMProgress(None, TASK)
     judged = ProgressModel(lm)(
-        [TASK] * 4, [p.previous for p in res.particles], [p.steps[-1][0] for p in res.particles],
+        [TASK] * 4,
+        [shown._before(p) for p in res.particles],
+        [p.steps[-1][0] for p in res.particles],
         [p.observation for p in res.particles],
     )
     log_psi = np.array([j.log_twist for j in judged])
-    np.testing.assert_allclose(np.asarray(res.log_weights), log_psi - np.logaddexp.reduce(log_psi), atol=1e-4)
+    np.testing.assert_allclose(
+        np.asarray(res.log_weights), log_psi - np.logaddexp.reduce(log_psi), atol=1e-4
+    )
 
 
 def test_a_rule_based_twist_steers_the_text_planner_away_from_the_models_favourite(lm):
@@ -101,19 +131,43 @@ def test_a_rule_based_twist_steers_the_text_planner_away_from_the_models_favouri
     # (-6.1, -0.002, -31.2), so at temperature 1 it always takes the coin; flattened to temperature
     # 10 the proposal is about (0.34, 0.62, 0.03), so "go north" is among 16 proposals except with
     # probability 0.66^16 = 0.001.  With lam = 5 a particle that went north outweighs any other
-    # e^5 to 1: the mass of "go north" is at least e^5 / (e^5 + 15) = 0.908, and max_weight picks it.
+    # e^5 to 1: the mass of "go north" is at least e^5 / (e^5 + 15) = 0.908, and max_weight picks
+    # it.
     from smcplan.llm import ActionProposal
 
     def went_north(key, particles: list[TextParticle], t, horizon):
         return Score(delta=jnp.asarray([float(p.steps[-1][0] == "go north") for p in particles]))
 
-    res = smcplan.plan(TASK, None, ACTIONS, lm=lm, observation=OBS, num_particles=16, horizon=1, key=1, lam=5.0,
-                       twist=went_north, choice="max_weight", proposer=ActionProposal(lm, temperature=10.0))
+    res = smcplan.plan(
+        TASK,
+        None,
+        ACTIONS,
+        lm=lm,
+        observation=OBS,
+        num_particles=16,
+        horizon=1,
+        key=1,
+        lam=5.0,
+        twist=went_north,
+        choice="max_weight",
+        proposer=ActionProposal(lm, temperature=10.0),
+    )
     assert "go north" in res.step_actions[0]
     assert res.action == "go north" and res.action_mass["go north"] >= 0.9
     # without the twist's pull the model itself prefers another action
-    plain = smcplan.plan(TASK, None, ACTIONS, lm=lm, observation=OBS, num_particles=16, horizon=1, key=1,
-                         choice="max_weight", proposer=ActionProposal(lm, temperature=1.0), twist=lambda *a: Score(delta=jnp.zeros(16)))
+    plain = smcplan.plan(
+        TASK,
+        None,
+        ACTIONS,
+        lm=lm,
+        observation=OBS,
+        num_particles=16,
+        horizon=1,
+        key=1,
+        choice="max_weight",
+        proposer=ActionProposal(lm, temperature=1.0),
+        twist=lambda *a: Score(delta=jnp.zeros(16)),
+    )
     assert plain.action == "take coin"
 
 
@@ -122,10 +176,22 @@ def test_a_rule_based_twist_steers_the_text_planner_away_from_the_models_favouri
     [
         ((TASK, None, []), {}, "the admissible action set is empty"),
         ((TASK, None, "look"), {}, "admissible_actions must be a list of strings"),
-        ((TASK, {"coin": "kitchen"}, ACTIONS), {}, "memory must be a smcplan.memory.KnowledgeGraph or None"),
-        ((TASK, None, ACTIONS), {"num_particles": 0}, "num_particles must be an integer >= 1; got 0"),
+        (
+            (TASK, {"coin": "kitchen"}, ACTIONS),
+            {},
+            "memory must be a smcplan.memory.KnowledgeGraph or None",
+        ),
+        (
+            (TASK, None, ACTIONS),
+            {"num_particles": 0},
+            "num_particles must be an integer >= 1; got 0",
+        ),
         ((TASK, None, ACTIONS), {"horizon": 0}, "horizon must be an integer >= 1; got 0"),
-        ((TASK, None, ACTIONS), {"extractor": "magic"}, "unknown extractor 'magic'; known: llm, rule, none"),
+        (
+            (TASK, None, ACTIONS),
+            {"extractor": "magic"},
+            "unknown extractor 'magic'; known: llm, rule, none",
+        ),
     ],
 )
 def test_bad_text_plan_input_raises_clear_errors(lm, args, kwargs, message):

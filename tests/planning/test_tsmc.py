@@ -56,7 +56,10 @@ def hist_proposal(key, particles, t, horizon):
 
 
 def hist_world(key, particles, actions, t, horizon):
-    return Transition(particles=[Hist(p.actions + (a,)) for p, a in zip(particles, actions, strict=True)], observations=list(actions))
+    return Transition(
+        particles=[Hist(p.actions + (a,)) for p, a in zip(particles, actions, strict=True)],
+        observations=list(actions),
+    )
 
 
 def hist_progress(key, particles, t, horizon):
@@ -71,13 +74,23 @@ def test_nesyfs_weights_are_exp_lambda_times_total_progress_without_resampling()
     lam, horizon, n = 0.7, 4, 64
 
     def twist(key, particles, t, horizon):
-        return Score(delta=(particles % 2).astype(jnp.float32))  # delta_t = parity of the running sum
+        return Score(
+            delta=(particles % 2).astype(jnp.float32)
+        )  # delta_t = parity of the running sum
 
     res = tsmc(
-        jnp.zeros(n, jnp.int32), jax.random.key(3), proposal=coin_proposal(0.5), world_model=counter_world,
-        twist=twist, horizon=horizon, weighting="nesyfs", lam=lam, ess_threshold=0.0,
+        jnp.zeros(n, jnp.int32),
+        jax.random.key(3),
+        proposal=coin_proposal(0.5),
+        world_model=counter_world,
+        twist=twist,
+        horizon=horizon,
+        weighting="nesyfs",
+        lam=lam,
+        ess_threshold=0.0,
     )
-    # Recompute sum_t delta_t per particle from the recorded actions (no resampling: identity ancestry).
+    # Recompute sum_t delta_t per particle from the recorded actions (no resampling: identity
+    # ancestry).
     acts = np.stack([np.asarray(a) for a in res.step_actions])  # (H, N)
     delta_total = (np.cumsum(acts, axis=0) % 2).sum(axis=0)
     expected = lam * delta_total - np.log(np.sum(np.exp(lam * delta_total)))
@@ -96,11 +109,20 @@ def test_twisted_weights_correct_a_biased_proposal_to_the_target_marginal_and_ev
     p1 = math.exp(beta) / (1 + math.exp(beta))
     z = ((1 + math.exp(beta)) / 2) ** horizon
     masses, z_hats = [], []
-    proposal, twist = coin_proposal(0.2), sum_twist(beta)  # built once: jit caches on the components
+    proposal, twist = (
+        coin_proposal(0.2),
+        sum_twist(beta),
+    )  # built once: jit caches on the components
     for seed in range(seeds):
         res = tsmc(
-            jnp.zeros(n, jnp.int32), jax.random.key(seed), proposal=proposal, world_model=counter_world,
-            twist=twist, horizon=horizon, weighting="twisted", jit=True,
+            jnp.zeros(n, jnp.int32),
+            jax.random.key(seed),
+            proposal=proposal,
+            world_model=counter_world,
+            twist=twist,
+            horizon=horizon,
+            weighting="twisted",
+            jit=True,
         )
         masses.append(res.action_mass.get(1, 0.0))
         z_hats.append(math.exp(res.log_Z))
@@ -123,7 +145,13 @@ def test_twisted_intermediate_twists_cancel_so_the_target_does_not_depend_on_the
         lp = beta * particles.astype(jnp.float32) if t == horizon else jnp.zeros(particles.shape[0])
         return Score(log_psi=lp)
 
-    kw = dict(proposal=coin_proposal(0.3), world_model=counter_world, horizon=horizon, weighting="twisted", ess_threshold=0.0)
+    kw = dict(
+        proposal=coin_proposal(0.3),
+        world_model=counter_world,
+        horizon=horizon,
+        weighting="twisted",
+        ess_threshold=0.0,
+    )
     a = tsmc(jnp.zeros(n, jnp.int32), jax.random.key(5), twist=sum_twist(beta), **kw)
     b = tsmc(jnp.zeros(n, jnp.int32), jax.random.key(5), twist=terminal_only, **kw)
     np.testing.assert_allclose(np.asarray(a.log_weights), np.asarray(b.log_weights), atol=1e-5)
@@ -149,7 +177,14 @@ class Counting:
 def test_each_component_is_called_exactly_horizon_times_with_the_whole_batch(horizon):
     n = 7
     prop, world, twist = Counting(hist_proposal), Counting(hist_world), Counting(hist_progress)
-    res = tsmc([Hist()] * n, jax.random.key(0), proposal=prop, world_model=world, twist=twist, horizon=horizon)
+    res = tsmc(
+        [Hist()] * n,
+        jax.random.key(0),
+        proposal=prop,
+        world_model=world,
+        twist=twist,
+        horizon=horizon,
+    )
     for comp in (prop, world, twist):
         assert comp.sizes == [n] * horizon
     assert res.calls == {"proposal": horizon, "world_model": horizon, "twist": horizon}
@@ -158,15 +193,30 @@ def test_each_component_is_called_exactly_horizon_times_with_the_whole_batch(hor
 def test_jit_reports_horizon_calls_per_component_even_from_the_compile_cache():
     proposal, twist = coin_proposal(0.5), sum_twist(1.0)
     for seed in range(2):  # the second call hits the cache: no Python re-execution
-        res = tsmc(jnp.zeros(16, jnp.int32), jax.random.key(seed), proposal=proposal, world_model=counter_world,
-                   twist=twist, horizon=4, weighting="twisted", jit=True)
+        res = tsmc(
+            jnp.zeros(16, jnp.int32),
+            jax.random.key(seed),
+            proposal=proposal,
+            world_model=counter_world,
+            twist=twist,
+            horizon=4,
+            weighting="twisted",
+            jit=True,
+        )
         assert res.calls == {"proposal": 4, "world_model": 4, "twist": 4}
 
 
 def test_first_actions_and_step_actions_follow_the_ancestry():
     n, horizon = 50, 4
-    res = tsmc([Hist()] * n, jax.random.key(11), proposal=hist_proposal, world_model=hist_world, twist=hist_progress,
-               horizon=horizon, lam=2.0)
+    res = tsmc(
+        [Hist()] * n,
+        jax.random.key(11),
+        proposal=hist_proposal,
+        world_model=hist_world,
+        twist=hist_progress,
+        horizon=horizon,
+        lam=2.0,
+    )
     assert np.asarray(res.resampled).tolist() == [False] + [True] * (horizon - 1)
     anc = np.asarray(res.ancestry)
     np.testing.assert_array_equal(anc[0], np.arange(n))
@@ -188,16 +238,33 @@ def test_resampling_shares_python_objects_instead_of_copying_them():
         seen.append(len({id(p) for p in particles}))
         return world(key, particles, actions, t, horizon)
 
-    tsmc([Hist()] * 20, jax.random.key(2), proposal=hist_proposal, world_model=recording_world, twist=hist_progress,
-         horizon=3, lam=5.0)
+    tsmc(
+        [Hist()] * 20,
+        jax.random.key(2),
+        proposal=hist_proposal,
+        world_model=recording_world,
+        twist=hist_progress,
+        horizon=3,
+        lam=5.0,
+    )
     assert seen[0] == 1  # step 1: twenty references to the one root object
-    assert all(k < 20 for k in seen[1:])  # after resampling, duplicates are the same object, not copies
+    assert all(
+        k < 20 for k in seen[1:]
+    )  # after resampling, duplicates are the same object, not copies
 
 
 def test_adaptive_resampling_runs_exactly_when_ess_falls_below_the_threshold():
     kappa, n = 0.6, 200
-    res = tsmc(jnp.zeros(n, jnp.int32), jax.random.key(4), proposal=coin_proposal(0.5), world_model=counter_world,
-               twist=sum_twist(0.9), horizon=6, weighting="twisted", ess_threshold=kappa)
+    res = tsmc(
+        jnp.zeros(n, jnp.int32),
+        jax.random.key(4),
+        proposal=coin_proposal(0.5),
+        world_model=counter_world,
+        twist=sum_twist(0.9),
+        horizon=6,
+        weighting="twisted",
+        ess_threshold=kappa,
+    )
     ess, resampled = np.asarray(res.ess), np.asarray(res.resampled)
     assert not resampled[0]
     np.testing.assert_array_equal(resampled[1:], ess[:-1] < kappa * n)
@@ -206,13 +273,26 @@ def test_adaptive_resampling_runs_exactly_when_ess_falls_below_the_threshold():
 
 @pytest.mark.parametrize("scheme", ["multinomial", "systematic", "stratified", "residual"])
 def test_every_resampling_scheme_of_smc_is_accepted(scheme):
-    res = tsmc([Hist()] * 9, jax.random.key(1), proposal=hist_proposal, world_model=hist_world, twist=hist_progress,
-               horizon=3, resampling=scheme)
+    res = tsmc(
+        [Hist()] * 9,
+        jax.random.key(1),
+        proposal=hist_proposal,
+        world_model=hist_world,
+        twist=hist_progress,
+        horizon=3,
+        resampling=scheme,
+    )
     assert res.config["resampling"] == scheme and len(res.particles) == 9
 
 
 def test_jit_and_eager_give_the_same_plan_for_the_same_key():
-    kw = dict(proposal=coin_proposal(0.4), world_model=counter_world, twist=sum_twist(0.5), horizon=3, weighting="twisted")
+    kw = dict(
+        proposal=coin_proposal(0.4),
+        world_model=counter_world,
+        twist=sum_twist(0.5),
+        horizon=3,
+        weighting="twisted",
+    )
     a = tsmc(jnp.zeros(32, jnp.int32), jax.random.key(9), jit=False, **kw)
     b = tsmc(jnp.zeros(32, jnp.int32), jax.random.key(9), jit=True, **kw)
     np.testing.assert_allclose(np.asarray(a.log_weights), np.asarray(b.log_weights), atol=1e-5)
@@ -224,21 +304,42 @@ def test_jit_and_eager_give_the_same_plan_for_the_same_key():
 
 
 def test_max_weight_choice_returns_the_first_action_with_the_largest_mass():
-    res = tsmc([Hist()] * 30, jax.random.key(8), proposal=hist_proposal, world_model=hist_world, twist=hist_progress,
-               horizon=2, choice="max_weight")
+    res = tsmc(
+        [Hist()] * 30,
+        jax.random.key(8),
+        proposal=hist_proposal,
+        world_model=hist_world,
+        twist=hist_progress,
+        horizon=2,
+        choice="max_weight",
+    )
     assert res.chosen_index is None
     assert res.action_mass[res.action] == max(res.action_mass.values())
     assert sum(res.action_mass.values()) == pytest.approx(1.0)
 
 
 def test_sample_choice_takes_the_first_action_of_the_chosen_particle():
-    res = tsmc([Hist()] * 30, jax.random.key(8), proposal=hist_proposal, world_model=hist_world, twist=hist_progress, horizon=2)
+    res = tsmc(
+        [Hist()] * 30,
+        jax.random.key(8),
+        proposal=hist_proposal,
+        world_model=hist_world,
+        twist=hist_progress,
+        horizon=2,
+    )
     assert res.action == res.particles[res.chosen_index].actions[0]
     assert np.exp(np.asarray(res.log_weights))[res.chosen_index] > 0
 
 
 def test_to_dict_is_json_serialisable_and_summarises_the_run():
-    res = tsmc([Hist()] * 5, jax.random.key(0), proposal=hist_proposal, world_model=hist_world, twist=hist_progress, horizon=3)
+    res = tsmc(
+        [Hist()] * 5,
+        jax.random.key(0),
+        proposal=hist_proposal,
+        world_model=hist_world,
+        twist=hist_progress,
+        horizon=3,
+    )
     d = json.loads(json.dumps(res.to_dict()))
     assert d["calls"] == {"proposal": 3, "world_model": 3, "twist": 3}
     assert len(d["ess"]) == 3 and d["num_particles"] == 5 and d["horizon"] == 3
@@ -264,7 +365,11 @@ def _run(particles=None, **kw):
         (dict(horizon=2.5), "horizon must be an integer >= 1; got 2.5"),
         (dict(weighting="twisty"), "unknown weighting 'twisty'; known: nesyfs, twisted"),
         (dict(choice="best"), "unknown choice 'best'; known: sample, max_weight"),
-        (dict(resampling="sytematic"), "unknown resampling scheme 'sytematic'; known: multinomial, residual, stratified, systematic"),
+        (
+            dict(resampling="sytematic"),
+            "unknown resampling scheme 'sytematic'; known: multinomial, residual, stratified, "
+            "systematic",
+        ),
         (dict(lam=float("nan")), "lam must be a finite number"),
         (dict(jit=True), "jit=True needs pytree particles"),
     ],
@@ -278,19 +383,25 @@ def test_a_component_returning_the_wrong_batch_size_is_named():
     def short_proposal(key, particles, t, horizon):
         return Proposed(actions=[0] * (len(particles) - 1), log_q=jnp.zeros(len(particles) - 1))
 
-    with pytest.raises(PlanningError, match="step 1: proposal short_proposal actions holds 3 items for 4 particles"):
+    with pytest.raises(
+        PlanningError, match="step 1: proposal short_proposal actions holds 3 items for 4 particles"
+    ):
         _run(proposal=short_proposal)
 
     def lossy_world(key, particles, actions, t, horizon):
         return Transition(particles=particles[:2], observations=actions)
 
-    with pytest.raises(PlanningError, match="world model lossy_world particles holds 2 items for 4 particles"):
+    with pytest.raises(
+        PlanningError, match="world model lossy_world particles holds 2 items for 4 particles"
+    ):
         _run(world_model=lossy_world)
 
     def wide_twist(key, particles, t, horizon):
         return Score(delta=jnp.zeros((len(particles), 2)))
 
-    with pytest.raises(PlanningError, match=r"twist wide_twist delta has shape \(4, 2\); expected \(4,\)"):
+    with pytest.raises(
+        PlanningError, match=r"twist wide_twist delta has shape \(4, 2\); expected \(4,\)"
+    ):
         _run(twist=wide_twist)
 
 
@@ -299,8 +410,16 @@ def test_a_pytree_component_with_the_wrong_batch_size_is_named_under_jit_too():
         return Transition(particles=particles[1:], observations=actions[1:])
 
     with pytest.raises(PlanningError, match="holds 15 items for 16 particles"):
-        tsmc(jnp.zeros(16, jnp.int32), jax.random.key(0), proposal=coin_proposal(0.5), world_model=short_world,
-             twist=sum_twist(1.0), horizon=2, weighting="twisted", jit=True)
+        tsmc(
+            jnp.zeros(16, jnp.int32),
+            jax.random.key(0),
+            proposal=coin_proposal(0.5),
+            world_model=short_world,
+            twist=sum_twist(1.0),
+            horizon=2,
+            weighting="twisted",
+            jit=True,
+        )
 
 
 def test_missing_scores_and_invalid_log_probabilities_are_reported():

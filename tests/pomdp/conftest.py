@@ -1,4 +1,5 @@
-"""Shared fixtures for the POMDP tests: compiled domains (compiled once per session) and random POMDPs."""
+"""Shared fixtures for the POMDP tests: compiled domains (compiled once per session) and random
+POMDPs."""
 
 from __future__ import annotations
 
@@ -8,8 +9,17 @@ import pytest
 from smcplan.pomdp import DiscretePOMDP, SparseTransition, domains
 
 
-def random_pomdp(rng: np.random.Generator, n_states: int, n_actions: int, n_obs: int, *, sparse_k: int | None = None, alpha: float = 1.0) -> DiscretePOMDP:
-    """Rows of T and O drawn from Dirichlet(alpha); with ``sparse_k`` each T row has K random successors."""
+def random_pomdp(
+    rng: np.random.Generator,
+    n_states: int,
+    n_actions: int,
+    n_obs: int,
+    *,
+    sparse_k: int | None = None,
+    alpha: float = 1.0,
+) -> DiscretePOMDP:
+    """Rows of T and O drawn from Dirichlet(alpha); with ``sparse_k`` each T row has K random
+    successors."""
     if sparse_k is None:
         T = rng.dirichlet(np.full(n_states, alpha), size=(n_actions, n_states))
     else:

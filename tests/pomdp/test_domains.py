@@ -26,7 +26,10 @@ def test_rocksample_has_n2_2k_plus_1_states_and_a_deterministic_sparse_transitio
     pomdp = domains.rocksample(n, k)
     assert pomdp.num_states == n * n * 2**k + 1
     assert pomdp.num_actions == 5 + k
-    assert isinstance(pomdp.transition, SparseTransition) and pomdp.transition.next_state.shape[-1] == 1
+    assert (
+        isinstance(pomdp.transition, SparseTransition)
+        and pomdp.transition.next_state.shape[-1] == 1
+    )
     assert pomdp.state_names[-1] == "exited" and pomdp.terminal[-1] and pomdp.terminal.sum() == 1
 
 
@@ -50,7 +53,9 @@ def test_rocksample_matches_pomdp_py_on_every_nonterminal_state_and_action(rocks
     trans = rs.RSTransitionModel(n, rock_locs, in_exit)
     obs_model = rs.RSObservationModel(rock_locs, half_efficiency_dist=20)
     rew = rs.RSRewardModel(rock_locs, in_exit)
-    actions = [rs.MoveNorth, rs.MoveSouth, rs.MoveEast, rs.MoveWest, rs.SampleAction()] + [rs.CheckAction(i) for i in range(k)]
+    actions = [rs.MoveNorth, rs.MoveSouth, rs.MoveEast, rs.MoveWest, rs.SampleAction()] + [
+        rs.CheckAction(i) for i in range(k)
+    ]
     f = pomdp.factors
     nxt_idx = np.asarray(pomdp.transition.next_state)[..., 0]
     for s in range(pomdp.num_states):
@@ -64,8 +69,13 @@ def test_rocksample_matches_pomdp_py_on_every_nonterminal_state_and_action(rocks
             if ref_next.terminal:
                 assert pomdp.state_names[ours] == "exited"
             else:
-                ours_rocks = tuple("good" if (f["rocks"][ours] >> i) & 1 else "bad" for i in range(k))
-                assert (int(f["x"][ours]), int(f["y"][ours]), ours_rocks) == (*ref_next.position, ref_next.rocktypes)
+                ours_rocks = tuple(
+                    "good" if (f["rocks"][ours] >> i) & 1 else "bad" for i in range(k)
+                )
+                assert (int(f["x"][ours]), int(f["y"][ours]), ours_rocks) == (
+                    *ref_next.position,
+                    ref_next.rocktypes,
+                )
             assert pomdp.R[s, a] == rew.sample(state, action, ref_next)
             if isinstance(action, rs.CheckAction) and not ref_next.terminal:
                 for o, quality in ((1, "good"), (2, "bad")):
@@ -76,7 +86,8 @@ def test_rocksample_matches_pomdp_py_on_every_nonterminal_state_and_action(rocks
 def test_household_check_first_scenario_is_documented_correctly(check_first):
     assert check_first.action_names == (
         "go to drawer 1", "go to drawer 2", "open drawer 1", "open drawer 2",
-        "close drawer 1", "close drawer 2", "take key 1 from drawer 1", "take key 1 from drawer 2", "look",
+        "close drawer 1", "close drawer 2", "take key 1 from drawer 1", "take key 1 from drawer 2",
+        "look",
     )  # fmt: skip
     start = np.flatnonzero(check_first.b0)
     assert [check_first.state_names[s] for s in start] == [
@@ -87,16 +98,29 @@ def test_household_check_first_scenario_is_documented_correctly(check_first):
 
 
 def test_household_opening_reveals_the_contents_and_taking_ends_the_task(check_first):
-    b = exact_update(check_first, check_first.b0, "open drawer 1", "you open the drawer 1. in it, you see nothing.")
-    key_in_2 = [i for i, name in enumerate(check_first.state_names) if name.startswith("key 1 in drawer 2")]
+    b = exact_update(
+        check_first,
+        check_first.b0,
+        "open drawer 1",
+        "you open the drawer 1. in it, you see nothing.",
+    )
+    key_in_2 = [
+        i for i, name in enumerate(check_first.state_names) if name.startswith("key 1 in drawer 2")
+    ]
     assert float(np.asarray(b)[key_in_2].sum()) == pytest.approx(1.0, abs=1e-6)
     actions = ["open drawer 1", "take key 1 from drawer 1", "look"]
-    observations = ["you open the drawer 1. in it, you see a key 1.", "you pick up the key 1 from the drawer 1.", "the task is over."]
+    observations = [
+        "you open the drawer 1. in it, you see a key 1.",
+        "you pick up the key 1 from the drawer 1.",
+        "the task is over.",
+    ]
     beliefs, _ = exact_filter(check_first, actions, observations)
     assert check_first.state_names[int(np.argmax(beliefs[2]))] == "task succeeded"
     assert check_first.terminal[check_first.state_index("task succeeded")]
     s = check_first.state_index("key 1 in drawer 1; agent at drawer 1; open: drawer 1")
-    assert check_first.R[s, check_first.action_index("take key 1 from drawer 1")] == pytest.approx(9.0)
+    assert check_first.R[s, check_first.action_index("take key 1 from drawer 1")] == pytest.approx(
+        9.0
+    )
 
 
 def test_household_blind_take_from_the_wrong_closed_receptacle_fails():
@@ -106,12 +130,15 @@ def test_household_blind_take_from_the_wrong_closed_receptacle_fails():
     nxt = int(np.argmax(pomdp.T[a, s]))
     assert pomdp.state_names[nxt] == "task failed"
     assert pomdp.R[s, a] == pytest.approx(-11.0)
-    fail = pomdp.observation_index("you reach into the closed drawer 2 and take the wrong thing. the task has failed.")
+    fail = pomdp.observation_index(
+        "you reach into the closed drawer 2 and take the wrong thing. the task has failed."
+    )
     assert pomdp.O[a, nxt, fail] == 1.0
 
 
 def test_household_default_sizes_and_noisy_look(household):
-    n = 3  # |S| = n * n * 2^n (agent at a receptacle) + n (all closed, agent in the middle) + 3 ended
+    # |S| = n * n * 2^n (agent at a receptacle) + n (all closed, agent in the middle) + 3 ended
+    n = 3
     assert household.num_states == n * n * 2**n + n + 3
     assert household.num_actions == 4 * n + 1
     noisy = domains.household(look_accuracy=0.8)
@@ -119,7 +146,9 @@ def test_household_default_sizes_and_noisy_look(household):
     look = noisy.action_index("look")
     hint = noisy.observation_index("you think the key 1 is in the drawer 2.")
     other = noisy.observation_index("you think the key 1 is in the cabinet 1.")
-    assert noisy.O[look, s, hint] == pytest.approx(0.8) and noisy.O[look, s, other] == pytest.approx(0.1)
+    assert noisy.O[look, s, hint] == pytest.approx(0.8) and noisy.O[
+        look, s, other
+    ] == pytest.approx(0.1)
 
 
 def test_household_program_runs_under_numpyro_seed_for_simulation():

@@ -23,7 +23,8 @@ from .conftest import random_pomdp
 
 
 def numpy_filter(T: np.ndarray, O: np.ndarray, b0: np.ndarray, actions, observations):  # noqa: N803, E741
-    """Reference: b'(s') = O[a,s',o] sum_s T[a,s,s'] b(s) / eta, log-likelihood = sum log eta (float64)."""
+    """Reference: b'(s') = O[a,s',o] sum_s T[a,s,s'] b(s) / eta, log-likelihood = sum log eta
+    (float64)."""
     beliefs, loglik, b = [b0], 0.0, b0
     for a, o in zip(actions, observations, strict=True):
         joint = O[a, :, o] * (b @ T[a])
@@ -111,7 +112,8 @@ def test_bayes_update_is_jittable_and_vmappable_over_beliefs():
 
 
 def test_impossible_observation_raises_naming_step_action_and_observation(check_first):
-    # the key is in drawer 1 w.p. 0.7: seeing it, then opening drawer 2 and seeing it again is impossible
+    # the key is in drawer 1 w.p. 0.7: seeing it, then opening drawer 2 and seeing it again is
+    # impossible
     actions = ["open drawer 1", "go to drawer 2", "open drawer 2"]
     observations = [
         "you open the drawer 1. in it, you see a key 1.",
@@ -121,7 +123,11 @@ def test_impossible_observation_raises_naming_step_action_and_observation(check_
     with pytest.raises(ImpossibleObservationError) as info:
         exact_filter(check_first, actions, observations)
     assert info.value.step == 2
-    assert "step 2" in str(info.value) and "open drawer 2" in str(info.value) and "you open the drawer 2" in str(info.value)
+    assert (
+        "step 2" in str(info.value)
+        and "open drawer 2" in str(info.value)
+        and "you open the drawer 2" in str(info.value)
+    )
     with pytest.raises(ImpossibleObservationError, match="nothing happens"):
         exact_update(check_first, check_first.b0, "open drawer 1", "nothing happens.")
 
@@ -132,7 +138,14 @@ def test_unknown_action_name_lists_the_known_ones(tiger):
 
 
 def test_filter_of_a_simulated_rocksample_episode_tracks_the_true_position(rocksample44):
-    actions = ["move east", "move east", "check rock 1", "move south", "sample rock", "check rock 4"]
+    actions = [
+        "move east",
+        "move east",
+        "check rock 1",
+        "move south",
+        "sample rock",
+        "check rock 4",
+    ]
     episode = simulate(rocksample44, actions, jax.random.key(0))
     beliefs, loglik = exact_filter(rocksample44, actions, episode.observations)
     assert np.isfinite(float(loglik))
@@ -161,4 +174,6 @@ def test_filter_equals_brute_force_over_hidden_paths_on_random_pomdps(seed):
     with jax.enable_x64(True):
         beliefs, loglik = exact_filter(pomdp, actions, observations)
         np.testing.assert_allclose(float(loglik), np.log(by_last.sum()), rtol=1e-10)
-        np.testing.assert_allclose(np.asarray(beliefs[-1]), by_last / by_last.sum(), rtol=1e-9, atol=1e-14)
+        np.testing.assert_allclose(
+            np.asarray(beliefs[-1]), by_last / by_last.sum(), rtol=1e-9, atol=1e-14
+        )

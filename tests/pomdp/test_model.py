@@ -31,7 +31,11 @@ def test_a_valid_pomdp_exposes_arrays_sizes_and_names():
     p = tiny()
     assert (p.num_states, p.num_actions, p.num_observations) == (2, 2, 2)
     assert p.T.shape == (2, 2, 2) and p.O.shape == (2, 2, 2) and p.R.shape == (2, 2)
-    assert p.action_index("poke") == 1 and p.observation_index("noise") == 1 and p.state_index("hot") == 1
+    assert (
+        p.action_index("poke") == 1
+        and p.observation_index("noise") == 1
+        and p.state_index("hot") == 1
+    )
 
 
 def test_a_transition_row_not_summing_to_one_names_the_action_and_state():
@@ -47,7 +51,9 @@ def test_an_observation_row_not_summing_to_one_names_the_action_and_state():
 
 
 def test_negative_probabilities_shape_mismatches_and_bad_discount_are_rejected():
-    with pytest.raises(POMDPValidationError, match="negative probability for action 'wait' in state 'cold'"):
+    with pytest.raises(
+        POMDPValidationError, match="negative probability for action 'wait' in state 'cold'"
+    ):
         tiny(T=np.array([[[1.1, -0.1], [0.0, 1.0]], [[0.5, 0.5], [0.5, 0.5]]]))
     with pytest.raises(POMDPValidationError, match=r"R must have shape \(S, A\) = \(2, 2\)"):
         tiny(R=np.zeros((2, 3)))
@@ -60,9 +66,13 @@ def test_negative_probabilities_shape_mismatches_and_bad_discount_are_rejected()
 
 
 def test_duplicate_names_are_rejected_with_both_indices():
-    with pytest.raises(POMDPValidationError, match="action name 'wait' is used twice \\(indices 0 and 1\\)"):
+    with pytest.raises(
+        POMDPValidationError, match="action name 'wait' is used twice \\(indices 0 and 1\\)"
+    ):
         tiny(action_names=["wait", "wait"])
-    with pytest.raises(POMDPValidationError, match="3 state names given but the arrays have 2 states"):
+    with pytest.raises(
+        POMDPValidationError, match="3 state names given but the arrays have 2 states"
+    ):
         tiny(state_names=["a", "b", "c"])
 
 
@@ -84,16 +94,25 @@ def test_sparse_and_dense_layouts_agree_on_predict_sample_and_log_prob():
     rng = np.random.default_rng(0)
     sparse = random_pomdp(rng, 20, 3, 2, sparse_k=4)
     dense = DiscretePOMDP(sparse.T, sparse.O, sparse.R, sparse.b0, sparse.discount)
-    assert isinstance(dense.transition, DenseTransition) and isinstance(sparse.transition, SparseTransition)
+    assert isinstance(dense.transition, DenseTransition) and isinstance(
+        sparse.transition, SparseTransition
+    )
     with jax.enable_x64(True):
         ts, td = sparse.device().transition, dense.device().transition
         b = jnp.asarray(rng.dirichlet(np.ones(20)))
         for a in range(3):
-            np.testing.assert_allclose(np.asarray(ts.predict(b, a)), np.asarray(td.predict(b, a)), rtol=1e-12, atol=1e-15)
+            np.testing.assert_allclose(
+                np.asarray(ts.predict(b, a)), np.asarray(td.predict(b, a)), rtol=1e-12, atol=1e-15
+            )
         states = jnp.asarray(rng.integers(0, 20, 50), jnp.int32)
         nxt = ts.sample(jax.random.key(0), states, 1)
-        np.testing.assert_allclose(np.asarray(ts.log_prob(states, 1, nxt)), np.asarray(td.log_prob(states, 1, nxt)), rtol=1e-12)
-        # sampled successors are always possible, and their frequencies match T (chi-square style bound)
+        np.testing.assert_allclose(
+            np.asarray(ts.log_prob(states, 1, nxt)),
+            np.asarray(td.log_prob(states, 1, nxt)),
+            rtol=1e-12,
+        )
+        # sampled successors are always possible, and their frequencies match T (chi-square style
+        # bound)
         many = np.asarray(ts.sample(jax.random.key(1), jnp.full(20_000, 3, jnp.int32), 2))
         freq = np.bincount(many, minlength=20) / many.size
         sd = np.sqrt(sparse.T[2, 3] * (1 - sparse.T[2, 3]) / many.size)

@@ -4,7 +4,8 @@ Tolerances come from the Monte Carlo error, never from tuning:
 
 * TV bound at N = 10^4: the Chan & Lai (2013) estimator of the asymptotic variance of a
   particle-filter estimate, from the genealogy of one run (multinomial resampling every step):
-  :math:`\\hat\\sigma^2(\\varphi) = N \\sum_j (\\sum_{i: E_i = j} W_i (\\varphi(x_i) - \\hat\\pi(\\varphi)))^2`
+  :math:`\\hat\\sigma^2(\\varphi) = N \\sum_j (\\sum_{i: E_i = j} W_i (\\varphi(x_i) -
+  \\hat\\pi(\\varphi)))^2`
   with :math:`E_i` the time-0 ancestor ("Eve") of particle i.  With :math:`\\varphi = [x = s]`
   each :math:`|\\hat b(s) - b(s)|` is below :math:`4 \\hat\\sigma_s / \\sqrt N` with probability
   0.99994, so :math:`TV \\le \\tfrac12 \\sum_s 4 \\hat\\sigma_s / \\sqrt N` fails with
@@ -52,7 +53,8 @@ def total_variation(p: np.ndarray, q: np.ndarray) -> np.ndarray:
 
 
 def chan_lai_sd(result, num_states: int, particles: np.ndarray | None = None) -> np.ndarray:
-    """sigma_hat per (time, state) of the Chan & Lai (2013) variance estimator (module docstring)."""
+    """sigma_hat per (time, state) of the Chan & Lai (2013) variance estimator (module docstring).
+    """
     ancestors = np.asarray(result.ancestors)
     n = ancestors.shape[1]
     eve = np.arange(n)
@@ -76,7 +78,15 @@ def chan_lai_sd(result, num_states: int, particles: np.ndarray | None = None) ->
 def test_bootstrap_filter_is_within_its_monte_carlo_error_of_the_exact_belief_at_n_1e4(random_case):
     pomdp, actions, observations, exact, _ = random_case
     n = 10_000
-    result = particle_filter(pomdp, actions, observations, n, jax.random.key(0), resampling="multinomial", ess_threshold=1.0)
+    result = particle_filter(
+        pomdp,
+        actions,
+        observations,
+        n,
+        jax.random.key(0),
+        resampling="multinomial",
+        ess_threshold=1.0,
+    )
     approx = np.asarray(particle_beliefs(result, pomdp.num_states), np.float64)
     sd = chan_lai_sd(result, pomdp.num_states)
     bound = 0.5 * (4.0 * sd / np.sqrt(n)).sum(-1)
@@ -110,7 +120,19 @@ def test_likelihood_estimate_is_unbiased_in_the_exp_domain(random_case, guided):
     runs = 300
     ratios = np.array(
         [
-            np.exp(float(particle_filter(pomdp, actions, observations, 50, jax.random.key(1000 + r), proposal=proposal).log_likelihood) - loglik)
+            np.exp(
+                float(
+                    particle_filter(
+                        pomdp,
+                        actions,
+                        observations,
+                        50,
+                        jax.random.key(1000 + r),
+                        proposal=proposal,
+                    ).log_likelihood
+                )
+                - loglik
+            )
             for r in range(runs)
         ]
     )
@@ -129,8 +151,25 @@ def test_guided_filter_with_optimal_proposal_on_a_sparse_transition_converges_wi
         exact = np.asarray(exact_filter(pomdp, actions, observations)[0])
     n = 10_000
     proposal = optimal_proposal(pomdp)
-    guided = particle_filter(pomdp, actions, observations, n, jax.random.key(1), proposal=proposal, resampling="multinomial", ess_threshold=1.0)
-    boot = particle_filter(pomdp, actions, observations, n, jax.random.key(1), resampling="multinomial", ess_threshold=1.0)
+    guided = particle_filter(
+        pomdp,
+        actions,
+        observations,
+        n,
+        jax.random.key(1),
+        proposal=proposal,
+        resampling="multinomial",
+        ess_threshold=1.0,
+    )
+    boot = particle_filter(
+        pomdp,
+        actions,
+        observations,
+        n,
+        jax.random.key(1),
+        resampling="multinomial",
+        ess_threshold=1.0,
+    )
     approx = np.asarray(particle_beliefs(guided, pomdp.num_states), np.float64)
     bound = 0.5 * (4.0 * chan_lai_sd(guided, pomdp.num_states) / np.sqrt(n)).sum(-1)
     assert (total_variation(approx, exact) <= bound).all()
@@ -146,11 +185,24 @@ def test_particle_filter_runs_the_numpyro_program_directly(tiger):
     with jax.enable_x64(True):
         exact = np.asarray(exact_filter(tiger, actions, observations)[0])
     n = 10_000
-    result = particle_filter(program, actions, observations, n, jax.random.key(4), resampling="multinomial", ess_threshold=1.0)
-    assert set(result.particles) == {"tiger"} and result.particles["tiger"].shape == (len(actions) + 1, n)
+    result = particle_filter(
+        program,
+        actions,
+        observations,
+        n,
+        jax.random.key(4),
+        resampling="multinomial",
+        ess_threshold=1.0,
+    )
+    assert set(result.particles) == {"tiger"} and result.particles["tiger"].shape == (
+        len(actions) + 1,
+        n,
+    )
     idx = states_to_indices(tiger, result.particles)
     weights = np.exp(np.asarray(result.log_weights, np.float64))
-    approx = np.stack([np.bincount(idx[t], weights=weights[t], minlength=2) for t in range(len(actions) + 1)])
+    approx = np.stack(
+        [np.bincount(idx[t], weights=weights[t], minlength=2) for t in range(len(actions) + 1)]
+    )
     bound = 4.0 * chan_lai_sd(result, 2, idx) / np.sqrt(n)
     assert (np.abs(approx - exact) <= bound).all()
 
@@ -161,10 +213,20 @@ def test_same_key_gives_the_same_run_and_schemes_are_selectable(tiger):
     b = particle_filter(tiger, actions, observations, 500, jax.random.key(7))
     np.testing.assert_array_equal(np.asarray(a.particles), np.asarray(b.particles))
     for scheme in ("multinomial", "stratified", "residual"):
-        r = particle_filter(tiger, actions, observations, 500, jax.random.key(7), resampling=scheme, ess_threshold=1.0)
+        r = particle_filter(
+            tiger,
+            actions,
+            observations,
+            500,
+            jax.random.key(7),
+            resampling=scheme,
+            ess_threshold=1.0,
+        )
         assert bool(jnp.all(r.resampled))
     with pytest.raises(ValueError, match="unknown resampling 'sytematic'.*systematic"):
-        particle_filter(tiger, actions, observations, 500, jax.random.key(7), resampling="sytematic")
+        particle_filter(
+            tiger, actions, observations, 500, jax.random.key(7), resampling="sytematic"
+        )
 
 
 def test_an_observation_no_particle_explains_raises_naming_the_step(check_first):

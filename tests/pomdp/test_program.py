@@ -58,7 +58,8 @@ def machine_program(**overrides) -> POMDPProgram:
 
 
 def expected_run_row(level: int) -> np.ndarray:
-    """T(run) written out by hand: P(+0) = 0.7, P(+1) = 0.3 * 0.5, P(+2) = 0.3 * 0.5, capped at 3."""
+    """T(run) written out by hand: P(+0) = 0.7, P(+1) = 0.3 * 0.5, P(+2) = 0.3 * 0.5, capped at 3.
+    """
     row = np.zeros(4)
     for inc, p in ((0, 0.7), (1, 0.15), (2, 0.15)):
         row[min(level + inc, 3)] += p
@@ -91,7 +92,11 @@ def test_transition_samples_of_the_program_match_the_compiled_row():
     program = machine_program()
     pomdp = compile_program(program)
     keys = jax.random.split(jax.random.key(0), 20_000)
-    levels = jax.vmap(lambda k: handlers.seed(program.transition, rng_seed=k)({"level": jnp.asarray(1)}, 0)["level"])(keys)
+    levels = jax.vmap(
+        lambda k: handlers.seed(program.transition, rng_seed=k)({"level": jnp.asarray(1)}, 0)[
+            "level"
+        ]
+    )(keys)
     freq = np.bincount(np.asarray(levels), minlength=4) / keys.shape[0]
     expected = pomdp.T[0, 1]
     sd = np.sqrt(expected * (1 - expected) / keys.shape[0])
@@ -111,7 +116,9 @@ def test_a_continuous_site_is_rejected_with_its_name():
         numpyro.sample("noise", dist.Normal(0.0, 1.0))
         return s
 
-    with pytest.raises(ProgramError, match="site 'noise' has distribution Normal without finite support"):
+    with pytest.raises(
+        ProgramError, match="site 'noise' has distribution Normal without finite support"
+    ):
         compile_program(machine_program(transition=transition))
 
 
@@ -139,6 +146,8 @@ def test_factor_and_observation_values_out_of_range_are_named():
 
 def test_states_to_indices_maps_factored_states_and_rejects_unknown_ones():
     pomdp = compile_program(machine_program())
-    np.testing.assert_array_equal(states_to_indices(pomdp, {"level": np.array([[3, 0], [1, 2]])}), [[3, 0], [1, 2]])
+    np.testing.assert_array_equal(
+        states_to_indices(pomdp, {"level": np.array([[3, 0], [1, 2]])}), [[3, 0], [1, 2]]
+    )
     with pytest.raises(ValueError, match="not a state|outside"):
         states_to_indices(pomdp, {"level": np.array([4])})

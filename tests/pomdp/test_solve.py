@@ -48,7 +48,8 @@ def test_tiger_horizon_one_threshold_is_p_above_099_over_110(tiger):
 
 
 def test_tiger_values_checked_by_hand(tiger):
-    # horizon 1 after two agreeing listens: p = .85^2 / (.85^2 + .15^2); open right: 10 p - 100 (1 - p)
+    # horizon 1 after two agreeing listens: p = .85^2 / (.85^2 + .15^2); open right: 10 p - 100 (1 -
+    # p)
     p = 0.85**2 / (0.85**2 + 0.15**2)
     action, value = solve_exact(tiger, np.array([p, 1 - p]), 1)
     assert tiger.action_names[action] == "open right door"
@@ -65,12 +66,19 @@ def test_exact_q_values_equal_a_direct_recursion_on_random_pomdps(horizon):
     rng = np.random.default_rng(horizon)
     pomdp = random_pomdp(rng, 4, 3, 3)
     belief = rng.dirichlet(np.ones(4))
-    np.testing.assert_allclose(exact_q_values(pomdp, belief, horizon), recursive_q(pomdp, belief, horizon), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        exact_q_values(pomdp, belief, horizon),
+        recursive_q(pomdp, belief, horizon),
+        rtol=1e-12,
+        atol=1e-12,
+    )
 
 
 def test_exact_q_values_equal_a_direct_recursion_on_tiger_horizon_5(tiger):
     belief = np.array([0.7, 0.3])
-    np.testing.assert_allclose(exact_q_values(tiger, belief, 5), recursive_q(tiger, belief, 5), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        exact_q_values(tiger, belief, 5), recursive_q(tiger, belief, 5), rtol=1e-12, atol=1e-12
+    )
 
 
 def test_household_greedy_takes_blindly_but_lookahead_opens_the_drawer_first(check_first):
@@ -84,7 +92,9 @@ def test_household_greedy_takes_blindly_but_lookahead_opens_the_drawer_first(che
     assert q2[check_first.action_index("open drawer 1")] == pytest.approx(4.7, abs=1e-12)
     assert q2[check_first.action_index("take key 1 from drawer 1")] == pytest.approx(3.0, abs=1e-12)
     for horizon in (2, 3, 4):
-        assert names[solve_exact(check_first, check_first.b0, horizon)[0]] == "open drawer 1", horizon
+        assert names[solve_exact(check_first, check_first.b0, horizon)[0]] == "open drawer 1", (
+            horizon
+        )
 
 
 def test_too_deep_a_tree_raises_instead_of_exhausting_memory(household):

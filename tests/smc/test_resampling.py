@@ -13,13 +13,20 @@ from hypothesis import strategies as st
 from smcplan.smc import InvalidWeightsError, resampling
 from smcplan.smc.resampling import multinomial, offspring_counts, residual, stratified, systematic
 
-SCHEMES = {"multinomial": multinomial, "systematic": systematic, "stratified": stratified, "residual": residual}
+SCHEMES = {
+    "multinomial": multinomial,
+    "systematic": systematic,
+    "stratified": stratified,
+    "residual": residual,
+}
 
 
 def counts_over_keys(scheme, weights, num_samples, num_keys, seed=0):
     keys = jax.random.split(jax.random.key(seed), num_keys)
     idx = jax.vmap(lambda k: scheme(k, weights, num_samples))(keys)
-    return np.asarray(jax.vmap(lambda i: offspring_counts(i, weights.shape[0]))(idx), dtype=np.float64)
+    return np.asarray(
+        jax.vmap(lambda i: offspring_counts(i, weights.shape[0]))(idx), dtype=np.float64
+    )
 
 
 def offspring_variance_bound(name, w, m):
@@ -81,7 +88,9 @@ def test_multinomial_pooled_draws_follow_the_categorical_law():
     # has its 1e-4 upper quantile at 21.1 (fixed seed).
     w = np.array([0.1, 0.2, 0.3, 0.4])
     keys = jax.random.split(jax.random.key(3), 20000)
-    draws = np.asarray(jax.vmap(lambda k: multinomial(k, jnp.asarray(w, jnp.float32), 5))(keys)).ravel()
+    draws = np.asarray(
+        jax.vmap(lambda k: multinomial(k, jnp.asarray(w, jnp.float32), 5))(keys)
+    ).ravel()
     observed = np.bincount(draws, minlength=4)
     expected = draws.size * w
     assert ((observed - expected) ** 2 / expected).sum() < 21.1
@@ -89,12 +98,16 @@ def test_multinomial_pooled_draws_follow_the_categorical_law():
 
 @settings(max_examples=60, deadline=None)
 @given(
-    weights=st.lists(st.one_of(st.just(0.0), st.floats(1e-12, 1.0), st.just(1.0)), min_size=1, max_size=50).filter(lambda w: sum(w) > 0),
+    weights=st.lists(
+        st.one_of(st.just(0.0), st.floats(1e-12, 1.0), st.just(1.0)), min_size=1, max_size=50
+    ).filter(lambda w: sum(w) > 0),
     m=st.integers(1, 60),
     name=st.sampled_from(sorted(SCHEMES)),
     seed=st.integers(0, 2**31 - 1),
 )
-def test_any_weights_give_m_valid_indices_and_dead_particles_get_no_offspring(weights, m, name, seed):
+def test_any_weights_give_m_valid_indices_and_dead_particles_get_no_offspring(
+    weights, m, name, seed
+):
     w = jnp.asarray(weights, jnp.float32)
     idx = np.asarray(SCHEMES[name](jax.random.key(seed), w, m))
     assert idx.shape == (m,) and idx.dtype == np.int32
@@ -138,6 +151,29 @@ def test_bad_weights_inside_jit_are_caught_by_the_checked_path():
     err, idx = safe(jax.random.key(0), jnp.asarray([0.5, 0.5]), 4)
     err.throw()
     assert idx.shape == (4,)
+
+
+def test_the_registry_holds_the_checked_public_schemes():
+    assert {n: resampling.SCHEMES[n] for n in SCHEMES} == SCHEMES
+
+
+def test_a_registered_scheme_is_checked_like_the_built_in_ones():
+    def first(key, weights, num_samples):
+        """Every child from particle 0."""
+        return jnp.zeros(num_samples, jnp.int32)
+
+    try:
+        public = resampling.register("first")(first)
+        assert resampling.get("first") is public and public.__doc__ == first.__doc__
+        assert (np.asarray(public(jax.random.key(0), jnp.ones(3), 2)) == 0).all()
+        with pytest.raises(InvalidWeightsError, match="NaN"):
+            resampling.get("first")(jax.random.key(0), jnp.asarray([0.5, jnp.nan]), 2)
+        with pytest.raises(ValueError, match="num_samples must be >= 1"):
+            public(jax.random.key(0), jnp.ones(3), 0)
+        with pytest.raises(ValueError, match="'first' is already registered"):
+            resampling.register("first")(first)
+    finally:
+        resampling.SCHEMES.pop("first", None)
 
 
 def test_unknown_scheme_names_the_known_ones():

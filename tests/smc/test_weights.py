@@ -27,7 +27,11 @@ def np_ess(lw):
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.lists(st.one_of(st.floats(-1e4, 1e4), st.just(-np.inf)), min_size=1, max_size=40).filter(lambda x: max(x) > -np.inf))
+@given(
+    st.lists(st.one_of(st.floats(-1e4, 1e4), st.just(-np.inf)), min_size=1, max_size=40).filter(
+        lambda x: max(x) > -np.inf
+    )
+)
 def test_normalize_and_ess_equal_the_float64_numpy_reference(lw):
     with jax.enable_x64(True):
         out, lz = normalize(jnp.asarray(lw, jnp.float64))
@@ -53,10 +57,20 @@ def test_ess_bounds_and_log_mean_exp():
     assert float(ess(jnp.zeros(8))) == pytest.approx(8.0)
     assert float(ess(jnp.asarray([0.0, -jnp.inf, -jnp.inf]))) == pytest.approx(1.0)
     x = np.array([0.1, 2.0, -3.0])
-    assert float(log_mean_exp(jnp.asarray(x))) == pytest.approx(np.log(np.mean(np.exp(x))), rel=1e-6)
+    assert float(log_mean_exp(jnp.asarray(x))) == pytest.approx(
+        np.log(np.mean(np.exp(x))), rel=1e-6
+    )
 
 
-@pytest.mark.parametrize("bad, message", [([0.0, np.nan], "NaN"), ([np.inf, 0.0], r"\+inf"), ([-np.inf, -np.inf], "no particle"), ([[0.0]], "shape")])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ([0.0, np.nan], "NaN"),
+        ([np.inf, 0.0], r"\+inf"),
+        ([-np.inf, -np.inf], "no particle"),
+        ([[0.0]], "shape"),
+    ],
+)
 def test_bad_log_weights_raise_a_typed_error(bad, message):
     with pytest.raises(InvalidWeightsError, match=message):
         normalize(jnp.asarray(bad))

@@ -79,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row)
             print(
                 f"{task:24s} seed {seed:3d}  FloorPlan{row['floor_plan']:<4d} attempt "
-                f"{row['attempt']}  gen {row['generate_s']:6.1f}s  expert {row['walkthrough_len']:3d}"
+                f"{row['attempt']}  gen {row['generate_s']:6.1f}s  expert "
+                f"{row['walkthrough_len']:3d}"
                 + (
                     f"  reset {row['reset_s']:5.2f}s  {row['steps_per_s']:5.1f} steps/s"
                     f"  won={row['won']}"
@@ -95,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
         fresh = [r["generate_s"] for r in sub if not r["cached"]]
         lengths = [r["walkthrough_len"] for r in sub]
         print(
-            f"{task:24s} games {len(sub):3d}  first-attempt {sum(r['attempt'] == 0 for r in sub):3d}"
+            f"{task:24s} games {len(sub):3d}  first-attempt "
+            f"{sum(r['attempt'] == 0 for r in sub):3d}"
             f"  expert len mean {statistics.mean(lengths):5.1f} max {max(lengths):3d}"
             + (f"  gen mean {statistics.mean(fresh):5.1f}s max {max(fresh):5.1f}s" if fresh else "")
         )

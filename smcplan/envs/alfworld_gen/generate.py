@@ -44,6 +44,7 @@ from smcplan.envs.alfworld_gen.scene import (
     goal_candidates,
     sample_scene,
 )
+from smcplan.errors import SmcplanError
 
 VERSION = 2  # bump when the generated files change; part of the cache path
 MAX_ATTEMPTS = 12
@@ -53,7 +54,7 @@ NOT_OFFICIAL = (
 )
 
 
-class UnsolvableGame(ValueError):
+class UnsolvableGame(SmcplanError, ValueError):
     """No attempt produced a game that ALFWorld's expert solves."""
 
 

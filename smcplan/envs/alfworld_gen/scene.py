@@ -7,7 +7,8 @@ Given a task type, a :class:`~smcplan.envs.alfworld_gen.layouts.FloorPlan` and a
 1. the goal parameters ``(object_target, parent_target, toggle_target)`` uniformly among the
    pairs the floor plan supports (see :func:`goal_candidates`), for room types allowed by
    ``constants.GOALS_VALID``;
-2. the number of instances of every pickupable class of the scene: ``U{1..MAX_NUM_OF_OBJ_INSTANCES}``
+2. the number of instances of every pickupable class of the scene:
+   ``U{1..MAX_NUM_OF_OBJ_INSTANCES}``
    (``U{1..PICKUP_REPEAT_MAX}`` for the target, ``U{2..PICKUP_REPEAT_MAX}`` for
    ``pick_two_obj_and_place``);
 3. each instance's receptacle uniformly among the static receptacles whose class may hold
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 
 from smcplan.envs.alfworld_gen import _deps
 from smcplan.envs.alfworld_gen.layouts import FloorPlan, Receptacle, grid_point
+from smcplan.errors import SmcplanError
 
 # Our short task names -> ALFWorld / ALFRED task types.
 TASK_TYPES: dict[str, str] = {
@@ -52,7 +54,7 @@ _APPLIANCE = {
 }
 
 
-class NoValidGoal(ValueError):
+class NoValidGoal(SmcplanError, ValueError):
     """The floor plan cannot host the task type (missing appliance, object or room type)."""
 
 

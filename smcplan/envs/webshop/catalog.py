@@ -320,7 +320,7 @@ def synthetic_catalog() -> Catalog:
     if missing:
         raise FileNotFoundError(
             f"synthetic WebShop catalog files missing: {', '.join(missing)}; regenerate them "
-            "with `python -m smcplan.envs.webshop.synthetic`"
+            "with `python scripts/webshop_catalog.py`"
         )
     catalog = load_catalog(
         files["products"],

@@ -8,7 +8,8 @@ with option text ``"<name>: <v1>, <v2>, and <name2>: ..."``, and answers a query
 ``SEARCH_RETURN_N = 50`` documents under Lucene's BM25 (Pyserini defaults ``k1 = 0.9``,
 ``b = 0.4``):
 
-    score(d, q) = sum_{t in q} idf(t) * tf(t, d) * (k1 + 1) / (tf(t, d) + k1 (1 - b + b |d| / avgdl)),
+    score(d, q) = sum_{t in q} idf(t) * tf(t, d) * (k1 + 1) / (tf(t, d) + k1 (1 - b + b |d| /
+    avgdl)),
     idf(t) = ln(1 + (N - n_t + 0.5) / (n_t + 0.5)).
 
 Tokens: lower-cased alphanumeric runs, Lucene's English stop words removed, Lucene's minimal

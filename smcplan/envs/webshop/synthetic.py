@@ -4,8 +4,9 @@ The real WebShop data (1.18 M scraped products, 12 k crowd-written instructions)
 fetched here, so tests and default runs use a small invented catalog written in the original
 file formats (``catalog.py`` describes them): 10 product types in WebShop's five categories
 (beauty, fashion, grocery, electronics, home), 10 products each, and one human-style goal per
-product (100 goals).  Everything is drawn from ``random.Random(SEED)`` over the hand-written
-tables below, so the files are a pure function of this module.
+product (100 goals).  Everything is drawn from ``random.Random(SEED)`` over hand-written tables
+(the product types in ``data/synthetic_types.json``, the brands and phrasings below), so the
+files are a pure function of this module and that table.
 
 Each product has 3 of its type's 7 attributes (stated in its title, description and features)
 and 2-4 values of each of its type's option groups (never mentioned in its text, so the
@@ -15,24 +16,22 @@ rely on: no product text mentions an attribute it lacks or any option value, and
 gold path (search the instruction, page to the target, click it and its options, buy) earns
 reward 1.
 
-Usage: ``python -m smcplan.envs.webshop.synthetic [--out DIR] [--check]``; ``--check`` fails if
-the shipped files differ from what this module generates.
+Regenerate or check the shipped files with ``python scripts/webshop_catalog.py [--out DIR]
+[--check]`` (:func:`stale_files` is the check).
 
 Pure standard library; must not import other smcplan layers except ``smcplan.envs.webshop``.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SEED", "TYPES", "build", "write", "main"]
+__all__ = ["SEED", "TYPES", "build", "write", "stale_files"]
 
 SEED = 20240607
 PRODUCTS_PER_TYPE = 10
@@ -53,185 +52,26 @@ class ProductType:
     generic: tuple[str, ...]  # features every product of the type may list (no attributes)
 
 
-TYPES: tuple[ProductType, ...] = (
-    ProductType(
-        "shampoo", "beauty", "shampoo",
-        "Beauty & Personal Care › Hair Care › Shampoo & Conditioner › Shampoos",
-        "Shampoo",
-        {
-            "sulfate free": "Sulfate free formula that cleans without stripping natural oils.",
-            "paraben free": "Paraben free and made without harsh preservatives.",
-            "tea tree oil": "Infused with tea tree oil to soothe an itchy scalp.",
-            "for dry hair": "Made for dry hair that needs extra moisture.",
-            "hair growth": "Biotin blend that supports hair growth and thickness.",
-            "cruelty free": "Cruelty free: never tested on animals.",
-            "color safe": "Color safe cleansing that keeps dyed hair vibrant.",
-        },
-        {"size": ("8 fl oz", "12 fl oz", "16.9 fl oz", "33.8 fl oz"),
-         "scent": ("coconut", "eucalyptus", "citrus", "unscented")},
-        (7.0, 28.0),
-        ("Rich lather that rinses clean.", "Suitable for daily use by the whole family."),
-    ),
-    ProductType(
-        "moisturizer", "beauty", "face moisturizer",
-        "Beauty & Personal Care › Skin Care › Face › Creams & Moisturizers › Face Moisturizers",
-        "Face Moisturizer",
-        {
-            "hyaluronic acid": "Hyaluronic acid draws water into the skin for lasting hydration.",
-            "oil free": "Oil free texture that never feels greasy.",
-            "spf 30": "Broad spectrum spf 30 protection for daytime wear.",
-            "sensitive skin": "Gentle enough for sensitive skin.",
-            "fragrance free": "Fragrance free, with no added perfume.",
-            "anti aging": "Anti aging peptides smooth the look of fine lines.",
-            "vitamin c": "Brightening vitamin c evens out skin tone.",
-        },
-        {"size": ("1.7 fl oz", "2.5 fl oz", "3.4 fl oz")},
-        (9.0, 45.0),
-        ("Absorbs quickly and layers well under makeup.", "Dermatologist tested."),
-    ),
-    ProductType(
-        "running shoes", "fashion", "men's running shoes",
-        "Clothing, Shoes & Jewelry › Men › Shoes › Athletic › Running › Road Running",
-        "Men's Running Shoe",
-        {
-            "lightweight": "Lightweight build that weighs under ten ounces.",
-            "breathable mesh": "Breathable mesh upper keeps feet cool.",
-            "arch support": "Contoured insole with firm arch support.",
-            "non slip": "Non slip rubber outsole grips wet roads.",
-            "wide fit": "Roomy wide fit toe box.",
-            "memory foam": "Memory foam sockliner molds to your foot.",
-            "shock absorbing": "Shock absorbing midsole protects the joints.",
-        },
-        {"size": ("8", "8.5", "9", "9.5", "10", "10.5", "11", "12"),
-         "color": ("black", "white", "grey", "blue", "orange")},
-        (35.0, 120.0),
-        ("Padded collar and tongue.", "Pull tab at the heel for easy on and off."),
-    ),
-    ProductType(
-        "t-shirt", "fashion", "women's t-shirt",
-        "Clothing, Shoes & Jewelry › Women › Clothing › Tops, Tees & Blouses › T-Shirts",
-        "Women's T-Shirt",
-        {
-            "short sleeve": "Classic short sleeve cut.",
-            "crew neck": "Relaxed crew neck with ribbed trim.",
-            "cotton": "Soft ringspun cotton jersey knit.",
-            "machine wash": "Machine wash cold, tumble dry low.",
-            "loose fit": "Loose fit that drapes comfortably.",
-            "moisture wicking": "Moisture wicking fabric for workouts.",
-            "v neck": "Flattering v neck neckline.",
-        },
-        {"size": ("small", "medium", "large", "x-large"),
-         "color": ("black", "white", "pink", "green", "purple")},
-        (9.0, 30.0),
-        ("Tagless label for all-day comfort.", "Pairs with jeans, shorts or skirts."),
-    ),
-    ProductType(
-        "green tea", "grocery", "green tea bags",
-        "Grocery & Gourmet Food › Beverages › Coffee, Tea & Cocoa › Tea › Green Tea",
-        "Green Tea Bags",
-        {
-            "organic": "Certified organic leaves grown without synthetic pesticides.",
-            "decaf": "Decaf, naturally processed to remove caffeine.",
-            "gluten free": "Gluten free and kosher.",
-            "non gmo": "Non gmo project verified.",
-            "individually wrapped": "Each bag is individually wrapped for freshness.",
-            "sugar free": "Sugar free with zero calories.",
-            "high antioxidant": "High antioxidant catechins in every cup.",
-        },
-        {"flavor name": ("jasmine", "mint", "lemon ginger", "matcha"),
-         "size": ("20 count", "40 count", "100 count")},
-        (4.0, 22.0),
-        ("Steep two to three minutes in hot water.", "Enjoy hot or iced."),
-    ),
-    ProductType(
-        "trail mix", "grocery", "trail mix snack",
-        "Grocery & Gourmet Food › Snack Foods › Trail Mix",
-        "Trail Mix",
-        {
-            "high protein": "High protein blend to keep you going.",
-            "low sodium": "Low sodium recipe.",
-            "vegan": "Vegan, with no animal ingredients.",
-            "resealable bag": "Packed in a resealable bag.",
-            "dried fruit": "Mixed with chewy dried fruit.",
-            "dark chocolate": "Studded with dark chocolate chunks.",
-            "keto friendly": "Keto friendly, with few net carbs.",
-        },
-        {"flavor name": ("original", "sweet and salty", "tropical", "maple pecan"),
-         "size": ("1 pound", "2 pound", "6 pack")},
-        (6.0, 35.0),
-        ("Great for hiking, school lunches and road trips.", "Roasted in small batches."),
-    ),
-    ProductType(
-        "earbuds", "electronics", "wireless earbuds",
-        "Electronics › Headphones, Earbuds & Accessories › Headphones & Earbuds › Earbud Headphones",
-        "Wireless Earbuds",
-        {
-            "noise cancelling": "Active noise cancelling blocks background noise.",
-            "bluetooth 5.3": "Bluetooth 5.3 for a stable connection.",
-            "waterproof": "Waterproof design rated IPX7 for workouts in the rain.",
-            "long battery life": "Long battery life of up to 40 hours with the case.",
-            "wireless charging": "Case supports wireless charging pads.",
-            "built in microphone": "Built in microphone for clear calls.",
-            "touch control": "Touch control to play, pause and skip.",
-        },
-        {"color": ("black", "white", "navy", "beige")},
-        (19.0, 99.0),
-        ("Three sizes of ear tips included.", "Pairs automatically when the case opens."),
-    ),
-    ProductType(
-        "charging cable", "electronics", "usb c charging cable",
-        "Electronics › Computers & Accessories › Computer Accessories & Peripherals › Cables › USB Cables",
-        "USB C Charging Cable",
-        {
-            "fast charging": "Fast charging at up to 60 watts.",
-            "braided nylon": "Braided nylon jacket resists tangles.",
-            "data transfer": "Data transfer at 480 Mbps.",
-            "durable": "Durable connectors tested for 20,000 bends.",
-            "2 pack": "Comes as a 2 pack for home and office.",
-            "right angle": "Right angle plug for gaming and in-car use.",
-            "led indicator": "Led indicator lights up while charging.",
-        },
-        {"color": ("black", "white", "gold", "silver"),
-         "size": ("3 ft", "6 ft", "10 ft")},
-        (5.0, 25.0),
-        ("Works with phones, tablets and laptops.", "Aluminum connector housing."),
-    ),
-    ProductType(
-        "office chair", "home", "office chair",
-        "Home & Kitchen › Furniture › Home Office Furniture › Home Office Chairs › Home Office Desk Chairs",
-        "Office Chair",
-        {
-            "lumbar support": "Adjustable lumbar support for the lower back.",
-            "height adjustable": "Height adjustable seat with a gas lift.",
-            "swivel": "Smooth 360 degree swivel.",
-            "armrest": "Padded armrest on both sides.",
-            "easy assembly": "Easy assembly in about fifteen minutes.",
-            "high back": "High back design supports the shoulders.",
-            "heavy duty": "Heavy duty base holds up to 300 pounds.",
-        },
-        {"color": ("black", "grey", "white", "blue")},
-        (59.0, 250.0),
-        ("Quiet rolling casters for hard floors and carpet.", "Five-star steel base."),
-    ),
-    ProductType(
-        "pillow covers", "home", "throw pillow covers",
-        "Home & Kitchen › Bedding › Decorative Pillows, Inserts & Covers › Throw Pillow Covers",
-        "Throw Pillow Covers",
-        {
-            "set of 2": "Sold as a set of 2 covers.",
-            "hidden zipper": "Hidden zipper for a clean edge.",
-            "velvet": "Plush velvet face.",
-            "linen": "Textured linen blend.",
-            "farmhouse": "Farmhouse style for sofas and beds.",
-            "double sided": "Double sided print.",
-            "machine washable": "Machine washable on a gentle cycle.",
-        },
-        {"color": ("green", "yellow", "grey", "white", "orange"),
-         "size": ("16 x 16 inch", "18 x 18 inch", "20 x 20 inch")},
-        (8.0, 30.0),
-        ("Insert not included.", "Adds a cozy accent to any room."),
-    ),
-)
+def _load_types() -> tuple[ProductType, ...]:
+    """The product types of ``data/synthetic_types.json`` (lists read back as tuples)."""
+    from smcplan.envs.webshop.catalog import DATA_DIR
+
+    rows = json.loads((DATA_DIR / "synthetic_types.json").read_text(encoding="utf-8"))["types"]
+    return tuple(
+        ProductType(
+            **{
+                **row,
+                "options": {k: tuple(v) for k, v in row["options"].items()},
+                "price": tuple(row["price"]),
+                "generic": tuple(row["generic"]),
+            }
+        )
+        for row in rows
+    )
+
+
+#: The ten product types (input tables, kept as data in ``data/synthetic_types.json``).
+TYPES: tuple[ProductType, ...] = _load_types()
 
 #: Invented brand names (checked against attributes and option values by ``build``).
 BRANDS = (
@@ -405,30 +245,17 @@ def write(out: Path) -> dict[str, Path]:
     return paths
 
 
-def main(argv: list[str] | None = None) -> int:
+def stale_files(folder: Path | None = None) -> list[str]:
+    """The catalog files in ``folder`` (default: the shipped ``data/``) that differ from what
+    :func:`write` generates now, or are missing; ``[]`` when the folder is up to date."""
     from smcplan.envs.webshop.catalog import DATA_DIR, SYNTHETIC_FILES
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=DATA_DIR, help="output folder")
-    parser.add_argument("--check", action="store_true",
-                        help="compare with the shipped files instead of writing them")
-    args = parser.parse_args(argv)
-    if args.check:
-        with tempfile.TemporaryDirectory() as tmp:
-            fresh = write(Path(tmp))
-            stale = [name for key, name in SYNTHETIC_FILES.items()
-                     if not (DATA_DIR / name).exists()
-                     or (DATA_DIR / name).read_bytes() != fresh[key].read_bytes()]
-        if stale:
-            print(f"shipped synthetic catalog differs from the generator: {', '.join(stale)}")
-            return 1
-        print("shipped synthetic catalog matches the generator")
-        return 0
-    paths = write(args.out)
-    for p in paths.values():
-        print(p)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    folder = DATA_DIR if folder is None else Path(folder)
+    with tempfile.TemporaryDirectory() as tmp:
+        fresh = write(Path(tmp))
+        return [
+            name
+            for key, name in SYNTHETIC_FILES.items()
+            if not (folder / name).exists()
+            or (folder / name).read_bytes() != fresh[key].read_bytes()
+        ]

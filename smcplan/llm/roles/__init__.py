@@ -6,7 +6,8 @@ one input per particle.
 
 =====================  ===========================================================================
 ``TripletExtractor``   observation (+ action) → ``[(subject, relation, object), ...]`` (NeSyFS)
-``ActionProposal``     (task, triplets, observation, admissible) → action ∈ admissible, log q, thought
+``ActionProposal``     (task, triplets, observation, admissible) → action ∈ admissible, log q,
+thought
 ``ObservationModel``   (context, action) → predicted next observation (+ its log-probabilities)
 ``ProgressModel``      (task, before, action, after) → δ ∈ {0, 1} and P(Yes) from Yes/No log-probs
 ``Reflection``         (task, context, action) → accept iff ≥ 80 % of n sampled verdicts say Yes

@@ -102,7 +102,9 @@ def generate_actions(
     )
     out = []
     for (s,) in samples:
-        text = s.text[: -len(suffix)] if suffix and s.finished and s.text.endswith(suffix) else s.text
+        text = (
+            s.text[: -len(suffix)] if suffix and s.finished and s.text.endswith(suffix) else s.text
+        )
         if not s.finished and suffix:
             text = text.split(suffix[0], 1)[0]  # a cut answer: what precedes the suffix
         out.append(FreeAction(text.strip(), float(s.logq), float(s.logp), bool(s.finished)))

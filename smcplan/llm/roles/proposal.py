@@ -73,7 +73,8 @@ def choose(
     for i, acts in enumerate(admissible):
         if isinstance(acts, str) or len(acts) == 0:
             raise ValueError(
-                f"particle {i}: admissible actions must be a non-empty list of strings; got {acts!r}"
+                f"particle {i}: admissible actions must be a non-empty list of strings; got "
+                f"{acts!r}"
             )
     rows_p, rows_a, rows_c = [], [], []
     for p, a, acts in zip(prompts, prefixes, admissible, strict=True):

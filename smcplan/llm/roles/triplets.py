@@ -1,10 +1,12 @@
 """NeSyFS triplet extraction: observation (+ action) → knowledge-graph triplets.
 
-The answer is constrained to ``assets/roles/triplets/schema.json``: ``{"triplets": [[s, r, o], ...]}``
+The answer is constrained to ``assets/roles/triplets/schema.json``: ``{"triplets": [[s, r, o],
+...]}``
 of non-empty strings, within a budget of ``max_new_tokens`` tokens (``role.json``); an answer cut
 by the budget keeps its complete triplets. At most ``max_triplets`` triplets are kept and
 triplets with an element longer than ``max_chars`` are dropped. The prompt asks for the
-three NeSyFS forms: entity–relation–entity, entity–attribute–value and entity–past-tense-verb–entity.
+three NeSyFS forms: entity–relation–entity, entity–attribute–value and
+entity–past-tense-verb–entity.
 Triplets are returned as plain ``(subject, relation, object)`` string tuples, stripped and
 de-duplicated in order; the memory layer turns them into its own ``Triplet`` type.
 
@@ -32,7 +34,8 @@ __all__ = ["TripletExtractor"]
 
 
 class TripletExtractor(Role):
-    """``extractor(observations, actions=None) -> [[(s, r, o), ...] per particle]``, one batched call.
+    """``extractor(observations, actions=None) -> [[(s, r, o), ...] per particle]``, one batched
+    call.
 
     ``temperature=0`` (default) decodes greedily: extraction is a deterministic reading of the
     observation.

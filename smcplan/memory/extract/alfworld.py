@@ -11,8 +11,10 @@ as printed by TextWorld's ``PddlEnv``, e.g.
                                 countertop 1 closed (its whole contents are listed)
 * "You open the drawer 1. The drawer 1 is open. In it, you see nothing."
                              -> (agent, opened, drawer 1), (drawer 1, is, open); drawer 1 closed
-* "You pick up the apple 1 from the countertop 1."  -> (apple 1, in, inventory), (agent, picked up, apple 1)
-* "You move the apple 1 to the fridge 1."           -> (apple 1, in, fridge 1), (agent, put, apple 1)
+* "You pick up the apple 1 from the countertop 1."  -> (apple 1, in, inventory), (agent, picked up,
+  apple 1)
+* "You move the apple 1 to the fridge 1."           -> (apple 1, in, fridge 1), (agent, put, apple
+  1)
 * "You heat/cool/clean the egg 1 using the microwave 1." -> (egg 1, is, hot|cold|clean), event
 * "This is a hot and clean egg 1."                  -> (egg 1, is, hot), (egg 1, is, clean)
 * "You are carrying: a apple 1." / "You are not carrying anything." -> inventory, closed
@@ -39,7 +41,9 @@ _N = r"([^.,;:!?\n]+?)"  # a name: no sentence punctuation
 _LIST = r"([^.\n]*?)"  # a list of names up to the end of its sentence
 _END = r"\.(?=\s|$)"
 
-_ROOM = re.compile(r"You are in the middle of a room\. Looking quickly around you, you see " + _LIST + _END)
+_ROOM = re.compile(
+    r"You are in the middle of a room\. Looking quickly around you, you see " + _LIST + _END
+)
 _ARRIVE = re.compile(r"You arrive at " + _N + _END)
 _ON = re.compile(r"On the " + _N + r", you see " + _LIST + _END)
 _OPEN_IN = re.compile(r"The " + _N + r" is open\. In it, you see " + _LIST + _END)
@@ -57,7 +61,11 @@ _THIS_IS = re.compile(r"This is an? ([^.\n]+?)" + _END)
 _THIS_ON = re.compile(r"This " + _N + r" is (on|off)" + _END)
 _FACING = re.compile(r"You are facing the " + _N + r"\. Next to it, you see " + _LIST + _END)
 
-_TREAT_STATE = {"heat": ("hot", "heated"), "cool": ("cold", "cooled"), "clean": ("clean", "cleaned")}
+_TREAT_STATE = {
+    "heat": ("hot", "heated"),
+    "cool": ("cold", "cooled"),
+    "clean": ("clean", "cleaned"),
+}
 _QUALIFIER = {"hot": ("hot",), "cold": ("cold",), "cool": ("cold",), "clean": ("clean",),
               "sliced": ("sliced",), "hot/cold": ("hot", "cold"), "normal": (), "and": ()}
 

@@ -48,7 +48,9 @@ _NOW = re.compile(r"The " + _N + r" is now (open|closed|activated|deactivated|on
 _FOCUS = re.compile(r"You focus on the " + _N + _END)
 _DOOR_LINE = re.compile(r"^an? door to (?:the )?(.+?) \(that is (open|closed|locked)\)$", re.I)
 _DOOR_ACTION = re.compile(r"^(?:open|close) door to (?:the )?(.+)$")
-_STATE_CLAUSE = re.compile(r",\s*which is (turned on|turned off|activated|deactivated|on|off)", re.I)
+_STATE_CLAUSE = re.compile(
+    r",\s*which is (turned on|turned off|activated|deactivated|on|off)", re.I
+)
 _READING = re.compile(r",\s*currently reading a temperature of ([^,()]+)", re.I)
 _ON_IN = re.compile(r"^(On|In) the (.+?) is:\s*(.*)$", re.S)
 _DOOR_STATE = re.compile(r"^The (.+?) door is (open|closed)$")
@@ -183,7 +185,9 @@ def extract(observation: str, action: str | None = None, location: str | None = 
                 continue  # which door is unknown without the room and the action
             thing = door_name(location, dm.group(1))
         b.add(thing, "is", value)
-        verb = {"open": "opened", "closed": "closed", "on": "activated", "off": "deactivated"}[value]
+        verb = {"open": "opened", "closed": "closed", "on": "activated", "off": "deactivated"}[
+            value
+        ]
         b.add("agent", verb, thing)
     for m in _FOCUS.finditer(text):
         b.add("agent", "focused on", m.group(1))

@@ -55,7 +55,9 @@ _OPEN = re.compile(r"You open the " + _N + r"(?:, revealing the " + _N + r")?" +
 _CONTAINS = re.compile(r"The " + _N + r" contains ([^\n]*?)" + _END)
 _EMPTY_INSIDE = re.compile(r"It's empty inside" + _END)
 _CLOSE = re.compile(r"You close the " + _N + _END)
-_PREPARE = re.compile(r"You (dice|slice|chop|roast|fry|grill|bake) the " + _N + r"(?: with the " + _N + r")?" + _END)
+_PREPARE = re.compile(
+    r"You (dice|slice|chop|roast|fry|grill|bake) the " + _N + r"(?: with the " + _N + r")?" + _END
+)
 _ADD_INV = re.compile(r"Adding the " + _N + r" to your inventory" + _END)
 _EAT = re.compile(r"You eat the " + _N + _END)
 _INVENTORY = re.compile(r"Inventory:\s*\n((?:[ \t]+[^\n]*\n?)*)")

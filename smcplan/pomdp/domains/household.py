@@ -15,7 +15,9 @@ Actions (4n + 1), deterministic
     ``go to R`` (the agent moves to R); ``open R`` / ``close R`` (only when at R, else nothing
     happens); ``take key 1 from R`` (only when at R): if the key is in R the task succeeds; if R is
     *closed* and the key is not there the agent grabs blindly, takes the wrong thing and the task
-    fails; if R is open and empty nothing happens; ``look``.
+    fails; if R is open and empty nothing happens; ``look``.  With ``closed_take="fails"``
+    (ALFWorld's rule: what a closed receptacle holds cannot be taken) any take from a closed R
+    fails the task, key or not, so the key must be seen before it is taken.
 
 Observations (readable, ALFWorld phrasing), a function of the arrival state and the action
     ``you arrive at the R. the R is closed.`` / ``... the R is open. in it, you see a key 1.`` /
@@ -54,16 +56,34 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 
+from smcplan.pomdp.domains.compiled import compiled
 from smcplan.pomdp.model import DiscretePOMDP
-from smcplan.pomdp.program import POMDPProgram, compile_program
+from smcplan.pomdp.program import POMDPProgram
 
-__all__ = ["household", "household_program", "household_check_first", "CHECK_FIRST", "MIDDLE_OF_ROOM"]
+__all__ = [
+    "household",
+    "household_program",
+    "household_check_first",
+    "CHECK_FIRST",
+    "MIDDLE_OF_ROOM",
+]
 
 MIDDLE_OF_ROOM = "middle of the room"
 ONGOING, SUCCEEDED, FAILED, OVER = 0, 1, 2, 3
 GO, OPEN, CLOSE, TAKE, LOOK = 0, 1, 2, 3, 4
 # per-receptacle observation slots
-_ARRIVE_CLOSED, _ARRIVE_SEE, _ARRIVE_EMPTY, _OPEN_SEE, _OPEN_EMPTY, _CLOSE, _PICK, _FAIL, _FACING, _HINT = range(10)
+(
+    _ARRIVE_CLOSED,
+    _ARRIVE_SEE,
+    _ARRIVE_EMPTY,
+    _OPEN_SEE,
+    _OPEN_EMPTY,
+    _CLOSE,
+    _PICK,
+    _FAIL,
+    _FACING,
+    _HINT,
+) = range(10)
 
 #: The "check the receptacle before acting" scenario (module docstring).
 CHECK_FIRST: dict[str, Any] = {
@@ -84,8 +104,10 @@ def household_program(
     success_reward: float = 10.0,
     failure_penalty: float = 10.0,
     discount: float = 0.95,
+    closed_take: str = "blind",
 ) -> POMDPProgram:
-    """The household search task as a :class:`~smcplan.pomdp.program.POMDPProgram` (module docstring)."""
+    """The household search task as a :class:`~smcplan.pomdp.program.POMDPProgram` (module
+    docstring)."""
     receptacles = tuple(receptacles)
     n = len(receptacles)
     if n < 1 or len(set(receptacles)) != n:
@@ -93,7 +115,10 @@ def household_program(
     # NumPy float64 constants: they keep full precision when compiled under x64
     prior = np.full(n, 1.0 / n) if key_prior is None else np.asarray(key_prior, dtype=np.float64)
     if prior.shape != (n,) or (prior < 0).any() or abs(float(prior.sum()) - 1.0) > 1e-9:
-        raise ValueError(f"key_prior must be {n} probabilities summing to 1 (one per receptacle {receptacles}); got {key_prior}")
+        raise ValueError(
+            f"key_prior must be {n} probabilities summing to 1 (one per receptacle "
+            f"{receptacles}); got {key_prior}"
+        )
     places = receptacles + (MIDDLE_OF_ROOM,)
     if start is None:
         start = MIDDLE_OF_ROOM
@@ -103,11 +128,18 @@ def household_program(
     open0 = 0
     for r in initially_open:
         if r not in receptacles:
-            raise ValueError(f"unknown receptacle {r!r} in initially_open; known: {', '.join(map(repr, receptacles))}")
+            raise ValueError(
+                f"unknown receptacle {r!r} in initially_open; known: "
+                f"{', '.join(map(repr, receptacles))}"
+            )
         open0 |= 1 << receptacles.index(r)
     if look_accuracy is not None and not 0.0 <= look_accuracy <= 1.0:
         raise ValueError(f"look_accuracy must be None or lie in [0, 1]; got {look_accuracy}")
     noisy_look = look_accuracy is not None
+    if closed_take not in ("blind", "fails"):
+        raise ValueError(f"unknown closed_take {closed_take!r}; known: blind, fails")
+    closed_fails = closed_take == "fails"
+    fail_text = "knock things over" if closed_fails else "take the wrong thing"
 
     block = 10 if noisy_look else 9
     obs_names: list[str] = []
@@ -120,7 +152,7 @@ def household_program(
             f"you open the {r}. in it, you see nothing.",
             f"you close the {r}.",
             f"you pick up the {obj} from the {r}.",
-            f"you reach into the closed {r} and take the wrong thing. the task has failed.",
+            f"you reach into the closed {r} and {fail_text}. the task has failed.",
             f"you are facing the {r}.",
         ]
         if noisy_look:
@@ -144,7 +176,12 @@ def household_program(
 
     def initial():
         key = numpyro.sample("key", dist.Categorical(probs=prior))
-        return {"done": jnp.zeros_like(key), "key": key, "agent": jnp.full_like(key, start_idx), "open": jnp.full_like(key, open0)}
+        return {
+            "done": jnp.zeros_like(key),
+            "key": key,
+            "agent": jnp.full_like(key, start_idx),
+            "open": jnp.full_like(key, open0),
+        }
 
     def transition(s, a):
         kind, r = decode_action(a)
@@ -156,7 +193,18 @@ def household_program(
         opened = jnp.where((kind == OPEN) & at_r, s["open"] | bit, s["open"])
         opened = jnp.where((kind == CLOSE) & at_r, opened & ~bit, opened)
         take = (kind == TAKE) & at_r
-        done = jnp.where(take & (s["key"] == r), SUCCEEDED, jnp.where(take & ~r_open & (s["key"] != r), FAILED, ONGOING))
+        if closed_fails:  # nothing can be taken from a closed receptacle
+            done = jnp.where(
+                take & ~r_open,
+                FAILED,
+                jnp.where(take & (s["key"] == r), SUCCEEDED, ONGOING),
+            )
+        else:
+            done = jnp.where(
+                take & (s["key"] == r),
+                SUCCEEDED,
+                jnp.where(take & ~r_open & (s["key"] != r), FAILED, ONGOING),
+            )
         done = jnp.where(ongoing, done, OVER)
         ended = done != ONGOING  # ended states are single states: zero the other factors
         return {
@@ -171,12 +219,18 @@ def household_program(
         at_r = s["agent"] == r
         key_here = s["key"] == r
         r_open = (jnp.right_shift(s["open"], r) & 1) == 1
-        arrive = r * block + jnp.where(r_open, jnp.where(key_here, _ARRIVE_SEE, _ARRIVE_EMPTY), _ARRIVE_CLOSED)
-        opening = jnp.where(at_r, r * block + jnp.where(key_here, _OPEN_SEE, _OPEN_EMPTY), nothing_obs)
+        arrive = r * block + jnp.where(
+            r_open, jnp.where(key_here, _ARRIVE_SEE, _ARRIVE_EMPTY), _ARRIVE_CLOSED
+        )
+        opening = jnp.where(
+            at_r, r * block + jnp.where(key_here, _OPEN_SEE, _OPEN_EMPTY), nothing_obs
+        )
         closing = jnp.where(at_r, r * block + _CLOSE, nothing_obs)
         looking = jnp.where(s["agent"] == n, in_middle_obs, s["agent"] * block + _FACING)
         ongoing_obs = jnp.select(
-            [kind == GO, kind == OPEN, kind == CLOSE, kind == TAKE], [arrive, opening, closing, nothing_obs], looking
+            [kind == GO, kind == OPEN, kind == CLOSE, kind == TAKE],
+            [arrive, opening, closing, nothing_obs],
+            looking,
         )
         det = jnp.select(
             [s["done"] == OVER, s["done"] == SUCCEEDED, s["done"] == FAILED],
@@ -186,7 +240,9 @@ def household_program(
         probs = jax.nn.one_hot(det, num_obs)
         if noisy_look:
             other = (1.0 - look_accuracy) / (n - 1) if n > 1 else 0.0
-            p_hint = jnp.where(jnp.arange(n) == s["key"][..., None], look_accuracy if n > 1 else 1.0, other)
+            p_hint = jnp.where(
+                jnp.arange(n) == s["key"][..., None], look_accuracy if n > 1 else 1.0, other
+            )
             slots = jax.nn.one_hot(jnp.arange(n) * block + _HINT, num_obs)  # (n, num_obs)
             hint = p_hint @ slots
             use_hint = (kind == LOOK) & (s["done"] == ONGOING)
@@ -195,7 +251,11 @@ def household_program(
 
     def reward(s, a, s_next):
         ongoing = s["done"] == ONGOING
-        r = -step_cost + success_reward * (s_next["done"] == SUCCEEDED) - failure_penalty * (s_next["done"] == FAILED)
+        r = (
+            -step_cost
+            + success_reward * (s_next["done"] == SUCCEEDED)
+            - failure_penalty * (s_next["done"] == FAILED)
+        )
         return jnp.where(ongoing, r, 0.0)
 
     def is_terminal(s):
@@ -203,9 +263,12 @@ def household_program(
 
     def state_name(v: Mapping[str, int]) -> str:
         if v["done"] != ONGOING:
-            return {SUCCEEDED: "task succeeded", FAILED: "task failed", OVER: "task over"}[v["done"]]
+            return {SUCCEEDED: "task succeeded", FAILED: "task failed", OVER: "task over"}[
+                v["done"]
+            ]
         opened = [receptacles[i] for i in range(n) if (v["open"] >> i) & 1]
-        return f"{obj} in {receptacles[v['key']]}; agent at {places[v['agent']]}; open: {', '.join(opened) or 'nothing'}"
+        where, at = receptacles[v["key"]], places[v["agent"]]
+        return f"{obj} in {where}; agent at {at}; open: {', '.join(opened) or 'nothing'}"
 
     return POMDPProgram(
         name="household",
@@ -222,24 +285,11 @@ def household_program(
     )
 
 
-def household(
-    receptacles: Sequence[str] = ("drawer 1", "drawer 2", "cabinet 1"),
-    obj: str = "key 1",
-    key_prior: Sequence[float] | None = None,
-    start: str | None = None,
-    initially_open: Sequence[str] = (),
-    look_accuracy: float | None = None,
-    step_cost: float = 1.0,
-    success_reward: float = 10.0,
-    failure_penalty: float = 10.0,
-    discount: float = 0.95,
-) -> DiscretePOMDP:
-    """The household search task compiled to arrays (78 states, 13 actions, 30 observations by default)."""
-    return compile_program(
-        household_program(
-            receptacles, obj, key_prior, start, initially_open, look_accuracy, step_cost, success_reward, failure_penalty, discount
-        )
-    )
+household = compiled(
+    household_program,
+    "The household search task compiled to arrays (78 states, 13 actions, 30 observations by "
+    "default).",
+)
 
 
 def household_check_first(**overrides: Any) -> DiscretePOMDP:

@@ -43,18 +43,32 @@ import numpyro.distributions as dist
 from smcplan.pomdp.model import DiscretePOMDP
 from smcplan.pomdp.program import POMDPProgram, compile_program
 
-__all__ = ["rocksample", "rocksample_program", "default_rock_positions", "NORTH", "SOUTH", "EAST", "WEST", "SAMPLE"]
+__all__ = [
+    "rocksample",
+    "rocksample_program",
+    "default_rock_positions",
+    "NORTH",
+    "SOUTH",
+    "EAST",
+    "WEST",
+    "SAMPLE",
+]
 
 NORTH, SOUTH, EAST, WEST, SAMPLE = 0, 1, 2, 3, 4
 NONE_OBS, GOOD_OBS, BAD_OBS = 0, 1, 2
 OBSERVATIONS = ("you observe nothing", "the rock looks good", "the rock looks bad")
 
 
-def default_rock_positions(n: int, k: int, start: tuple[int, int], seed: int = 0) -> tuple[tuple[int, int], ...]:
+def default_rock_positions(
+    n: int, k: int, start: tuple[int, int], seed: int = 0
+) -> tuple[tuple[int, int], ...]:
     """k distinct cells of the n × n grid, none at ``start``, drawn with ``default_rng(seed)``."""
     cells = [(x, y) for x in range(n) for y in range(n) if (x, y) != tuple(start)]
     if k > len(cells):
-        raise ValueError(f"cannot place {k} rocks on a {n}x{n} grid with the start cell excluded ({len(cells)} cells)")
+        raise ValueError(
+            f"cannot place {k} rocks on a {n}x{n} grid with the start cell excluded ({len(cells)} "
+            "cells)"
+        )
     chosen = np.random.default_rng(seed).choice(len(cells), size=k, replace=False)
     return tuple(cells[i] for i in sorted(chosen))
 
@@ -100,7 +114,12 @@ def rocksample_program(
         for i in range(k):
             good = numpyro.sample(f"rock_{i + 1}", dist.Bernoulli(probs=0.5))
             rocks = rocks + jnp.left_shift(good.astype(rocks.dtype), i)
-        return {"done": jnp.zeros_like(rocks), "x": jnp.full_like(rocks, start[0]), "y": jnp.full_like(rocks, start[1]), "rocks": rocks}
+        return {
+            "done": jnp.zeros_like(rocks),
+            "x": jnp.full_like(rocks, start[0]),
+            "y": jnp.full_like(rocks, start[1]),
+            "rocks": rocks,
+        }
 
     def _step(s, a):
         a = jnp.asarray(a)
@@ -114,7 +133,9 @@ def rocksample_program(
 
     def transition(s, a):
         ex, ey, exiting, here, sampling, _ = _step(s, a)
-        rocks = jnp.where(sampling, s["rocks"] & ~jnp.left_shift(1, jnp.maximum(here, 0)), s["rocks"])
+        rocks = jnp.where(
+            sampling, s["rocks"] & ~jnp.left_shift(1, jnp.maximum(here, 0)), s["rocks"]
+        )
         done = (s["done"] == 1) | exiting
         return {
             "done": done.astype(s["rocks"].dtype),
@@ -127,7 +148,9 @@ def rocksample_program(
         a = jnp.asarray(a)
         checking = (a > SAMPLE) & (s["done"] == 0)
         i = jnp.clip(a - SAMPLE - 1, 0, max(k - 1, 0))
-        dist_to_rock = jnp.sqrt((s["x"] - jnp.asarray(rock_x)[i]) ** 2.0 + (s["y"] - jnp.asarray(rock_y)[i]) ** 2.0)
+        dist_to_rock = jnp.sqrt(
+            (s["x"] - jnp.asarray(rock_x)[i]) ** 2.0 + (s["y"] - jnp.asarray(rock_y)[i]) ** 2.0
+        )
         efficiency = 0.5 * (1.0 + 2.0 ** (-dist_to_rock / half_efficiency_distance))
         good = (jnp.right_shift(s["rocks"], i) & 1) == 1
         p_good = jnp.where(good, efficiency, 1.0 - efficiency)
@@ -161,7 +184,13 @@ def rocksample_program(
         discount=discount,
         state_name=state_name,
         is_terminal=is_terminal,
-        metadata={"n": n, "k": k, "rock_positions": rock_positions, "start": start, "half_efficiency_distance": half_efficiency_distance},
+        metadata={
+            "n": n,
+            "k": k,
+            "rock_positions": rock_positions,
+            "start": start,
+            "half_efficiency_distance": half_efficiency_distance,
+        },
     )
 
 
@@ -176,6 +205,9 @@ def rocksample(
 ) -> DiscretePOMDP:
     """RockSample(n, k) compiled to arrays (sparse K = 1 transition); |S| = n² 2^k + 1.
 
-    ``pomdp.metadata`` holds ``n``, ``k``, ``rock_positions``, ``start``, ``half_efficiency_distance``.
+    ``pomdp.metadata`` holds ``n``, ``k``, ``rock_positions``, ``start``,
+    ``half_efficiency_distance``.
     """
-    return compile_program(rocksample_program(n, k, rock_positions, start, half_efficiency_distance, discount, seed))
+    return compile_program(
+        rocksample_program(n, k, rock_positions, start, half_efficiency_distance, discount, seed)
+    )

@@ -29,7 +29,10 @@ __all__ = ["tiger", "tiger_program", "LISTEN", "OPEN_LEFT", "OPEN_RIGHT", "LEFT"
 LISTEN, OPEN_LEFT, OPEN_RIGHT = 0, 1, 2
 LEFT, RIGHT = 0, 1
 ACTIONS = ("listen", "open left door", "open right door")
-OBSERVATIONS = ("you hear the tiger behind the left door", "you hear the tiger behind the right door")
+OBSERVATIONS = (
+    "you hear the tiger behind the left door",
+    "you hear the tiger behind the right door",
+)
 STATES = ("tiger behind left door", "tiger behind right door")
 
 
@@ -54,11 +57,17 @@ def tiger_program(
     def observe(s, a):
         correct = jnp.where(s["tiger"] == LEFT, listen_accuracy, 1.0 - listen_accuracy)
         p_left = jnp.where(a == LISTEN, correct, 0.5)
-        return numpyro.sample("obs", dist.Categorical(probs=jnp.stack([p_left, 1.0 - p_left], axis=-1)))
+        return numpyro.sample(
+            "obs", dist.Categorical(probs=jnp.stack([p_left, 1.0 - p_left], axis=-1))
+        )
 
     def reward(s, a, s_next):
-        opened_tiger = ((a == OPEN_LEFT) & (s["tiger"] == LEFT)) | ((a == OPEN_RIGHT) & (s["tiger"] == RIGHT))
-        return jnp.where(a == LISTEN, -listen_cost, jnp.where(opened_tiger, -tiger_penalty, treasure_reward))
+        opened_tiger = ((a == OPEN_LEFT) & (s["tiger"] == LEFT)) | (
+            (a == OPEN_RIGHT) & (s["tiger"] == RIGHT)
+        )
+        return jnp.where(
+            a == LISTEN, -listen_cost, jnp.where(opened_tiger, -tiger_penalty, treasure_reward)
+        )
 
     def state_name(values: Mapping[str, int]) -> str:
         return STATES[values["tiger"]]
@@ -85,4 +94,6 @@ def tiger(
     discount: float = 0.95,
 ) -> DiscretePOMDP:
     """The Tiger POMDP compiled to arrays (|S| = 2, |A| = 3, |O| = 2)."""
-    return compile_program(tiger_program(listen_accuracy, listen_cost, tiger_penalty, treasure_reward, discount))
+    return compile_program(
+        tiger_program(listen_accuracy, listen_cost, tiger_penalty, treasure_reward, discount)
+    )

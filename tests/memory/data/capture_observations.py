@@ -13,7 +13,8 @@ It writes, next to itself:
   find-living-thing and melt, the same way, plus one scripted exploration.
 * ``alfworld_observations.json``: the ALFWorld text engine itself (TextWorld's ``PddlEnv`` with
   ALFWorld's ``alfworld/data/alfred.pddl`` domain and ``alfworld/data/alfred.twl2`` grammar, names
-  demangled by ``alfworld.agents.environment.alfred_tw_env.AlfredDemangler``) on a small hand-written
+  demangled by ``alfworld.agents.environment.alfred_tw_env.AlfredDemangler``) on a small
+  hand-written
   PDDL problem (a kitchen with a countertop, drawer, fridge, microwave, sink basin, cabinet and side
   table).  ALFWorld's own game files need the ALFRED data download, which is not available offline;
   the feedback sentences are nonetheless exactly those the engine prints, since they come from the
@@ -36,15 +37,34 @@ HERE = Path(__file__).parent
 TWX_EPISODES = [
     ("coin", 0, "numLocations=4,numDistractorItems=2,includeDoors=1,limitInventorySize=0", None),
     ("coin", 3, "numLocations=6,numDistractorItems=3,includeDoors=1,limitInventorySize=0", None),
-    ("cookingworld", 1,
-     "numLocations=3,numIngredients=2,numDistractorItems=2,includeDoors=1,limitInventorySize=0", None),
+    (
+        "cookingworld",
+        1,
+        "numLocations=3,numIngredients=2,numDistractorItems=2,includeDoors=1,limitInventorySize=0",
+        None,
+    ),
     ("twc", 2, "numLocations=2,numItemsToPutAway=2,includeDoors=1,limitInventorySize=0", None),
-    ("mapreader", 4,
-     "numLocations=5,maxDistanceApart=3,includeDoors=0,maxDistractorItemsPerLocation=2", None),
-    ("cookingworld", 0,
-     "numLocations=1,numIngredients=4,numDistractorItems=4,includeDoors=0,limitInventorySize=0",
-     ["open fridge", "look around", "open kitchen cupboard", "open cutlery drawer", "take knife",
-      "inventory", "close fridge", "look around"]),
+    (
+        "mapreader",
+        4,
+        "numLocations=5,maxDistanceApart=3,includeDoors=0,maxDistractorItemsPerLocation=2",
+        None,
+    ),
+    (
+        "cookingworld",
+        0,
+        "numLocations=1,numIngredients=4,numDistractorItems=4,includeDoors=0,limitInventorySize=0",
+        [
+            "open fridge",
+            "look around",
+            "open kitchen cupboard",
+            "open cutlery drawer",
+            "take knife",
+            "inventory",
+            "close fridge",
+            "look around",
+        ],
+    ),
 ]
 
 # (task, variation, max gold steps, scripted actions or None for the gold path)
@@ -109,7 +129,8 @@ def capture_scienceworld() -> list[dict]:
 
 
 def _alfred_id(name: str, k: int) -> str:
-    """An ALFRED-style mangled object id, e.g. ``Apple_bar__minus_01_dot_50_bar__plus_00_dot_90``."""
+    """An ALFRED-style mangled object id, e.g. ``Apple_bar__minus_01_dot_50_bar__plus_00_dot_90``.
+    """
     return f"{name}_bar__minus_0{k}_dot_50_bar__plus_00_dot_90_bar__plus_01_dot_25"
 
 
@@ -154,13 +175,23 @@ def capture_alfworld() -> list[dict]:
         init.append(f"(toggleable {oid})" if o == "DeskLamp" else f"(pickupable {oid})")
     init += [f"(coolable {obj['Apple']})", f"(heatable {obj['Egg']})", f"(cleanable {obj['Egg']})"]
     locations = ["loc_start"] + [f"loc_{r.lower()}" for r in rec]
-    problem = "\n".join([
-        "(define (problem smcplan_kg_capture)", " (:domain alfred)", " (:objects",
-        "  agent1 - agent", f"  {' '.join(locations)} - location",
-        f"  {' '.join(rec.values())} - receptacle", f"  {' '.join(obj.values())} - object",
-        f"  {' '.join(r + 'Type' for r in rec)} - rtype", f"  {' '.join(o + 'Type' for o in obj)} - otype",
-        " )", f" (:init {' '.join(init)})",
-        f" (:goal (inReceptacle {obj['Egg']} {rec['Cabinet']}))", ")"])
+    problem = "\n".join(
+        [
+            "(define (problem smcplan_kg_capture)",
+            " (:domain alfred)",
+            " (:objects",
+            "  agent1 - agent",
+            f"  {' '.join(locations)} - location",
+            f"  {' '.join(rec.values())} - receptacle",
+            f"  {' '.join(obj.values())} - object",
+            f"  {' '.join(r + 'Type' for r in rec)} - rtype",
+            f"  {' '.join(o + 'Type' for o in obj)} - otype",
+            " )",
+            f" (:init {' '.join(init)})",
+            f" (:goal (inReceptacle {obj['Egg']} {rec['Cabinet']}))",
+            ")",
+        ]
+    )
 
     env = AlfredDemangler(PddlEnv(textworld.EnvInfos(admissible_commands=True)))
     env.load({"pddl_domain": (data / "alfred.pddl").read_text(),

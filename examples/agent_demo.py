@@ -1,6 +1,6 @@
 """Play one episode with one agent and print the trajectory, the record and the cost per step.
 
-    python -m smcplan.agents.demo --agent nesyfs --env twx:coin --seed 10000 --steps 10
+    python examples/agent_demo.py --agent nesyfs --env twx:coin --seed 10000 --steps 10
 
 ``--model`` takes what :func:`smcplan.llm.load_model` takes (default: the packaged SmolLM2),
 ``--tiny`` uses the random-weight test model; ``--config key=value`` (repeatable, values parsed
@@ -27,7 +27,9 @@ def _value(text: str) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m smcplan.agents.demo", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python examples/agent_demo.py", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--agent", default="nesyfs")
     parser.add_argument("--env", default="twx:coin")
     parser.add_argument("--seed", type=int, default=None, help="environment seed")
@@ -35,7 +37,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--model", default=None)
     parser.add_argument("--tiny", action="store_true", help="the random-weight test model")
-    parser.add_argument("--threads", type=int, default=1, help="CPU threads of the model (1: best on a shared or 2-core machine)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="CPU threads of the model (1: best on a shared or 2-core machine)",
+    )
     parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--json", default=None, metavar="PATH")
     args = parser.parse_args(argv)

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The slow-thinking ablation behind docs/ablation.md (issue "Slow thinking that measurably helps").
+# Usage: scripts/ablation.sh [CELL ...]   (no argument: every cell, in the order below; resumable:
+# each cell is a run directory runs/ablation/<cell>, rerun to continue; run it under nice).
+# PY=... picks the interpreter (default .venv/bin/python).  Cells are "name|env|episodes|agent|args":
+# the first EPISODES seeds of the dev fold (TWX 10000.., ALFWorld-engine dev scenes 100..).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export TORCH_COMPILE_DISABLE=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+PY=${PY:-.venv/bin/python}
+MAX_STEPS=${MAX_STEPS:-25}
+# the simulator planner: planner only (no reflection), LLM-free proposal, N=8, H=3, lambda=3, max-weight choice
+SIM="world_model=simulator slow_thinking=always plan_proposal=uniform num_particles=8 horizon=3 lam=3 choice=max_weight"
+CELLS=(
+  "coin-random|twx:coin|20|random|"
+  "coin-sim-env+novelty|twx:coin|20|nesyfs|$SIM progress=env+novelty"
+  "coin-sim-novelty|twx:coin|20|nesyfs|$SIM progress=novelty"
+  "coin-sim-env|twx:coin|20|nesyfs|$SIM progress=env"
+  "coin-sim-rlvmr|twx:coin|20|nesyfs|$SIM progress=rlvmr"
+  "coin-sim-env+novelty-H1|twx:coin|20|nesyfs|$SIM progress=env+novelty horizon=1"
+  "coin-sim-env+novelty-N1|twx:coin|20|nesyfs|$SIM progress=env+novelty num_particles=1"
+  "mapreader-random|twx:mapreader|20|random|"
+  "mapreader-sim-env+novelty|twx:mapreader|20|nesyfs|$SIM progress=env+novelty"
+  "coin-react|twx:coin|10|react|"
+  "coin-nesyfs-lm|twx:coin|5|nesyfs|"
+  "coin-sim-lmproposal-env+novelty|twx:coin|10|nesyfs|$SIM progress=env+novelty plan_proposal=lm"
+  "coin-lm-always-novelty|twx:coin|5|nesyfs|slow_thinking=always progress=novelty"
+  "alfworld-random|alfworld:pick_and_place|20|random|"
+  "alfworld-sim-env+novelty|alfworld:pick_and_place|10|nesyfs|$SIM progress=env+novelty"
+  "mapreader-react|twx:mapreader|10|react|"
+)
+want=("$@")
+for cell in "${CELLS[@]}"; do
+  IFS='|' read -r name env episodes agent args <<<"$cell"
+  if [ ${#want[@]} -gt 0 ] && [[ ! " ${want[*]} " =~ " $name " ]]; then continue; fi
+  extra=()
+  for kv in $args; do extra+=(--agent-arg "$kv"); done
+  case "$env" in
+    twx:*) first=10000; extra+=(--split dev) ;;
+    alfworld:*) first=100; extra+=(--env-arg split=train) ;;
+  esac
+  seeds=$(seq -s, "$first" $((first + episodes - 1)))
+  echo "== $name ($env, $episodes episodes, $agent $args)"
+  "$PY" -m smcplan.cli eval --env "$env" --agent "$agent" --seeds "$seeds" \
+    --max-steps "$MAX_STEPS" --seed 0 --out "runs/ablation/$name" --no-progress --retry-errors "${extra[@]}" 2>&1 | grep -v "Loading weights" | tail -4
+done

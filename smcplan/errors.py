@@ -1,0 +1,183 @@
+"""The library's one rule for bad input, and the small checks that apply it.
+
+Rule (docs/architecture.md, "Errors"): a public entry point given invalid input raises a
+:class:`SmcplanError` whose message names the argument, the bad value and the fix.  It never
+returns NaN and never silently clips.  Where it fits, the error is also a ``ValueError`` (a bad
+value) or a ``TypeError`` (a value of the wrong type), so ``except ValueError`` keeps working.
+
+Every typed error of the library (``InvalidWeightsError``, ``POMDPValidationError``,
+``PlanningError``, ``EnvError``, ``GenerationError``, ...) derives from :class:`SmcplanError`, so
+``except smcplan.errors.SmcplanError`` catches exactly the errors the library raises on purpose.
+
+The checkers (:func:`check_int`, :func:`check_float`, :func:`check_index`) accept Python and
+NumPy numbers (and 0-d integer arrays), reject ``bool`` where a number is meant and a float where
+an integer is meant, and return the plain Python value.
+
+Imports nothing but the standard library (every layer may use it).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import operator
+from typing import Any
+
+__all__ = [
+    "SmcplanError",
+    "InvalidArgumentError",
+    "ArgumentTypeError",
+    "UnknownNameError",
+    "IndexOutOfRangeError",
+    "check_int",
+    "check_float",
+    "check_index",
+]
+
+
+class SmcplanError(Exception):
+    """Base of every error smcplan raises on purpose (bad input, a failed backend, ...)."""
+
+
+class InvalidArgumentError(SmcplanError, ValueError):
+    """An argument has the right type but a value the entry point cannot use."""
+
+
+class ArgumentTypeError(SmcplanError, TypeError):
+    """An argument has the wrong type (e.g. a float or a bool where an integer is meant)."""
+
+
+class UnknownNameError(SmcplanError, KeyError, ValueError):
+    """A name (action, observation, env, scheme, option key, ...) that is not among the known ones.
+
+    Also a ``KeyError`` (lookups by name used to raise one) and a ``ValueError``; ``str()`` is the
+    message itself, not ``KeyError``'s quoted repr.
+    """
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class IndexOutOfRangeError(SmcplanError, IndexError, ValueError):
+    """An integer index outside its valid range (also an ``IndexError`` and a ``ValueError``)."""
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def check_int(
+    value: Any, name: str, *, minimum: int | None = None, maximum: int | None = None
+) -> int:
+    """``value`` as a Python int, or an error naming ``name``, the value and the fix.
+
+    Accepts ``int``, NumPy integers and 0-d integer arrays; rejects ``bool`` and floats (also
+    integral ones such as ``2.0``: a float where a count is meant is almost always a bug).
+    """
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        hint = f" such as {int(value)}" if isinstance(value, float) and math.isfinite(value) else ""
+        raise ArgumentTypeError(
+            f"{name} must be an integer; got {_show(value)} ({type(value).__name__}); pass an "
+            f"int{hint}"
+        )
+    try:
+        out = operator.index(value)
+    except TypeError as exc:  # an array of size > 1 has __index__ but refuses it
+        raise ArgumentTypeError(f"{name} must be a single integer; got {_show(value)}") from exc
+    if minimum is not None and out < minimum:
+        raise InvalidArgumentError(f"{name} must be >= {minimum}; got {out}")
+    if maximum is not None and out > maximum:
+        raise InvalidArgumentError(f"{name} must be <= {maximum}; got {out}")
+    return out
+
+
+def check_float(
+    value: Any,
+    name: str,
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    min_inclusive: bool = True,
+    max_inclusive: bool = True,
+    finite: bool = True,
+) -> float:
+    """``value`` as a finite Python float within the given bounds, or an error that says so.
+
+    Accepts ints and floats (Python or NumPy); rejects ``bool``, strings, NaN and (with
+    ``finite=True``) infinities.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ArgumentTypeError(
+            f"{name} must be a real number; got {_show(value)} ({type(value).__name__})"
+        )
+    out = float(value)
+    if math.isnan(out) or (finite and math.isinf(out)):
+        raise InvalidArgumentError(f"{name} must be a finite number; got {out}")
+    low_ok = minimum is None or (out >= minimum if min_inclusive else out > minimum)
+    high_ok = maximum is None or (out <= maximum if max_inclusive else out < maximum)
+    if not (low_ok and high_ok):
+        lo = "-inf" if minimum is None else f"{minimum:g}"
+        hi = "inf" if maximum is None else f"{maximum:g}"
+        interval = ("[" if min_inclusive else "(") + f"{lo}, {hi}" + ("]" if max_inclusive else ")")
+        raise InvalidArgumentError(f"{name} must lie in {interval}; got {out:g}")
+    return out
+
+
+def check_index(value: Any, name: str, size: int, what: str = "index") -> int:
+    """An integer index in ``[0, size)``, or an error naming the valid range."""
+    idx = check_int(value, name)
+    if not 0 <= idx < size:
+        raise IndexOutOfRangeError(f"{name}: {what} {idx} out of range [0, {size})")
+    return idx
+
+
+def keyword_names(factory: Any) -> frozenset[str] | None:
+    """The keyword arguments ``factory`` (a class or a function) accepts, following ``**kwargs``
+    up a class's MRO to the ``__init__`` that names them; ``None`` when some ``**kwargs`` is
+    never resolved (then any key is accepted).  Private names (``_share``) are left out.
+    """
+    import inspect
+
+    def params(fn: Any) -> tuple[set[str], bool]:
+        sig = inspect.signature(fn)
+        names = {
+            p.name
+            for p in sig.parameters.values()
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+            and p.name != "self"
+            and not p.name.startswith("_")
+        }
+        return names, any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
+
+    if not isinstance(factory, type):
+        names, open_ = params(factory)
+        return None if open_ else frozenset(names)
+    found: set[str] = set()
+    for cls in factory.__mro__:
+        if cls is object:
+            break
+        init = cls.__dict__.get("__init__")
+        if init is None:
+            continue
+        names, open_ = params(init)
+        found |= names
+        if not open_:
+            return frozenset(found)
+    return None
+
+
+def check_options(kind: str, given: Any, accepted: Any) -> None:
+    """Raise :class:`UnknownNameError` when ``given`` (a mapping) has keys outside ``accepted``.
+
+    ``kind`` names the owner, e.g. ``"agent 'random'"``; ``accepted=None`` accepts everything.
+    """
+    if accepted is None:
+        return
+    unknown = sorted(set(given) - set(accepted))
+    if unknown:
+        raise UnknownNameError(
+            f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} for "
+            f"{kind}; "
+            f"valid: {', '.join(sorted(accepted)) or '(none)'}"
+        )

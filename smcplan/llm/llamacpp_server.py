@@ -1,0 +1,108 @@
+"""Start llama-cpp-python's OpenAI-compatible server on a loopback port (tests, benchmarks, demos).
+
+``with serve_llamacpp() as url:`` runs ``python -m llama_cpp.server`` on the packaged
+SmolLM2 GGUF (or any registry name / ``.gguf`` path), bound to ``127.0.0.1`` on a free port,
+with ``logits_all`` on (needed for prompt log-probs), waits until ``GET /v1/models`` answers
+(bounded by ``start_timeout_s``), yields ``http://127.0.0.1:<port>/v1`` and stops the server
+(SIGTERM, then SIGKILL) on exit. The model is served under its registry name, so
+``load_model(f"openai:{url}#smollm2-135m")`` finds the client tokenizer by that name.
+
+Needs ``llama-cpp-python[server]`` (``pip install 'smcplan[scale]'``). Must not import
+``smcplan.memory`` or ``smcplan.envs``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+from smcplan.llm.registry import ModelNotAvailable, _gguf_for_entry, registry
+
+__all__ = ["serve_llamacpp", "gguf_path", "llamacpp_available"]
+
+
+def llamacpp_available() -> bool:
+    """True when llama-cpp-python and its server extra are importable."""
+    return all(
+        importlib.util.find_spec(m) is not None
+        for m in ("llama_cpp", "uvicorn", "fastapi", "sse_starlette")
+    )
+
+
+def gguf_path(name: str) -> Path:
+    """The GGUF file of registry model ``name`` (or ``name`` itself when it is a .gguf path)."""
+    if name.endswith(".gguf") and Path(name).is_file():
+        return Path(name)
+    models = registry()["models"]
+    if name not in models:
+        raise ModelNotAvailable(f"unknown model {name!r}; known: {', '.join(sorted(models))}")
+    return _gguf_for_entry(name, models[name])
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def serve_llamacpp(
+    model: str = "smollm2-135m",
+    *,
+    threads: int = 1,
+    n_ctx: int = 4096,
+    start_timeout_s: float = 120.0,
+    log: str | os.PathLike[str] | None = None,
+) -> Iterator[str]:
+    """Serve ``model`` with llama-cpp-python on 127.0.0.1; yield the ``/v1`` base URL."""
+    if not llamacpp_available():
+        raise ModelNotAvailable(
+            "llama-cpp-python's server is not installed; fix: pip install 'smcplan[scale]'"
+        )
+    path = gguf_path(model)
+    alias = model if not model.endswith(".gguf") else Path(model).stem
+    port = _free_port()
+    cmd = [
+        sys.executable, "-m", "llama_cpp.server",
+        "--model", str(path), "--model_alias", alias,
+        "--host", "127.0.0.1", "--port", str(port),
+        "--n_ctx", str(n_ctx), "--n_threads", str(threads), "--n_threads_batch", str(threads),
+        "--logits_all", "true", "--verbose", "false",
+    ]  # fmt: skip
+    out = open(log, "ab") if log is not None else subprocess.DEVNULL  # noqa: SIM115
+    proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + start_timeout_s
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(
+                    f"llama.cpp server exited with {proc.returncode}: {' '.join(cmd)}"
+                )
+            try:
+                with urllib.request.urlopen(url + "/models", timeout=2):
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(
+                        f"llama.cpp server did not answer within {start_timeout_s:g} s"
+                    ) from None
+                time.sleep(0.25)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if log is not None:
+            out.close()  # type: ignore[union-attr]

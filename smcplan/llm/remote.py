@@ -1,0 +1,356 @@
+"""A language model behind an OpenAI-compatible serving engine (vLLM, SGLang, llama.cpp server).
+
+``load_model("openai:<base_url>#<model>")`` (e.g. ``openai:http://127.0.0.1:8000/v1#smollm2-135m``)
+returns a :class:`RemoteLanguageModel` with the same ``generate`` / ``sample`` / ``logprob`` as
+the in-process :class:`~smcplan.llm.lm.LanguageModel`, so every role and agent runs unchanged.
+
+The client keeps the model's *tokenizer* (a few MB, no weights): prompts are rendered with the
+same chat template and encoded into the same token ids as in-process, and continuations are
+scored on exactly those ids where the engine takes ids (vLLM, SGLang). Per-engine requests and
+what each engine can and cannot do: :mod:`smcplan.llm.remote_engines`.
+
+Differences from the in-process model, by construction:
+
+* ``Sample.logp`` is the engine's log-probability of the sampled tokens under the raw model;
+  ``Sample.logq`` is set to the same value, because no engine returns the density of its own
+  masked, tempered proposal. Weights that divide by q (``weighting="twisted"``) therefore
+  treat remote proposals as draws from the model itself. With llama.cpp both are NaN: its
+  server sorts the whole vocabulary in Python for each reported token, which would cost more
+  than the sampling itself.
+* the engine's random generator is seeded per request (``seed``), so a run is reproducible on
+  the same engine build, but the numbers differ from the local model's.
+
+Must not import ``smcplan.memory`` or ``smcplan.envs``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
+from urllib.parse import urlparse
+
+import numpy as np
+
+from smcplan.llm.remote_engines import ENGINES, detect_engine, score_rows, structured_fields
+from smcplan.llm.remote_http import HttpClient
+
+__all__ = ["RemoteLanguageModel", "RemoteSpecError", "parse_remote", "PREFIX"]
+
+PREFIX = "openai:"
+_DEFAULT_TEXT_TOKENS = 64
+
+
+class RemoteSpecError(ValueError):
+    """A malformed ``openai:<base_url>#<model>`` string, or a model the server does not serve."""
+
+
+@dataclass(frozen=True)
+class RemoteSpec:
+    base_url: str
+    model: str
+
+
+def parse_remote(spec: str) -> RemoteSpec:
+    """Split ``openai:<base_url>#<model>``; the URL must be http(s) with a host."""
+    if not spec.startswith(PREFIX) or "#" not in spec:
+        raise RemoteSpecError(
+            f"remote model {spec!r} must read 'openai:<base_url>#<model>', e.g. "
+            "'openai:http://127.0.0.1:8000/v1#smollm2-135m'"
+        )
+    base, _, model = spec[len(PREFIX) :].rpartition("#")
+    url = urlparse(base)
+    if url.scheme not in ("http", "https") or not url.netloc or not model:
+        raise RemoteSpecError(
+            f"remote model {spec!r}: need an http(s) base URL with a host and a model name after "
+            "'#', e.g. 'openai:http://127.0.0.1:8000/v1#smollm2-135m'"
+        )
+    return RemoteSpec(base.rstrip("/"), model)
+
+
+def _load_tokenizer(name: str):
+    from transformers import AutoTokenizer
+
+    from smcplan.llm.registry import ModelNotAvailable, resolve
+
+    try:
+        resolved = resolve(name)
+        offline = os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0")
+        kwargs = {"local_files_only": offline} if resolved.is_hub_id else {}
+        tok = AutoTokenizer.from_pretrained(resolved.path, **kwargs)
+        return tok, resolved.path
+    except (OSError, ModelNotAvailable) as exc:
+        raise ModelNotAvailable(
+            f"the remote backend needs the tokenizer of {name!r} on this machine ({exc}); pass "
+            "tokenizer=<registry name, folder or hub id>, or serve the model under its registry "
+            "name (e.g. --model_alias smollm2-135m)"
+        ) from exc
+
+
+def _window(path: str) -> int | None:
+    import json
+
+    config = os.path.join(path, "config.json")
+    if os.path.isfile(config):
+        with open(config, encoding="utf-8") as handle:
+            value = json.load(handle).get("max_position_embeddings")
+        return int(value) if isinstance(value, int) else None
+    return None
+
+
+class RemoteLanguageModel:
+    """``generate`` / ``sample`` / ``logprob`` served by a remote engine (module docstring).
+
+    ``engine``: ``"vllm"``, ``"sglang"``, ``"llamacpp"`` or ``"openai"`` (sampling only);
+    ``None`` detects it from ``GET /models``. ``tokenizer``: where the client tokenizer comes
+    from (default: ``model``, resolved like :func:`smcplan.llm.load_model`). ``timeout``,
+    ``retries``: per request (:class:`~smcplan.llm.remote_http.HttpClient`).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        engine: str | None = None,
+        tokenizer: str | None = None,
+        seed: int = 0,
+        timeout: float = 120.0,
+        retries: int = 3,
+        api_key: str | None = None,
+    ) -> None:
+        from smcplan.llm.lm import Usage
+
+        if engine is not None and engine not in ENGINES:
+            raise ValueError(f"unknown engine {engine!r}; valid: {', '.join(ENGINES)} or None")
+        self.http = HttpClient(base_url, timeout=timeout, retries=retries, api_key=api_key)
+        detected, served = detect_engine(self.http)
+        if served and model not in served:
+            raise RemoteSpecError(
+                f"the server at {base_url} serves {served}, not {model!r}; "
+                "use one of those after '#'"
+            )
+        self.engine = engine or detected
+        self.served_model = model
+        self.name = f"{PREFIX}{base_url}#{model}"
+        self.tokenizer, path = _load_tokenizer(tokenizer or model)
+        self.model = SimpleNamespace(
+            config=SimpleNamespace(max_position_embeddings=_window(path))
+        )  # only the context window, read by smcplan.agents.context.model_window
+        self.usage = Usage()
+        self._rng = np.random.default_rng(seed)
+        eos = self.tokenizer.eos_token_id
+        if eos is None:
+            raise ValueError(f"tokenizer of {model!r} has no eos_token")
+        self.eos_token_id = int(eos)
+        self.bos_token_id = self.tokenizer.bos_token_id
+        self.has_chat_template = bool(getattr(self.tokenizer, "chat_template", None))
+
+    # same rendering and token ids as the in-process model
+    def format_prompt(self, prompt: Any, assistant_prefix: str = "") -> str:
+        from smcplan.llm.lm import LanguageModel
+
+        return LanguageModel.format_prompt(self, prompt, assistant_prefix)  # type: ignore[arg-type]
+
+    def encode_prompt(self, prompt: Any, assistant_prefix: str = "") -> list[int]:
+        from smcplan.llm.lm import LanguageModel
+
+        return LanguageModel.encode_prompt(self, prompt, assistant_prefix)  # type: ignore[arg-type]
+
+    def encode_continuation(self, text: str, add_eos: bool = False) -> list[int]:
+        from smcplan.llm.lm import LanguageModel
+
+        return LanguageModel.encode_continuation(self, text, add_eos)  # type: ignore[arg-type]
+
+    def derive_seed(self, seed: int | None) -> int:
+        """``seed`` itself, or (``None``) the next seed of this object's own seeded stream."""
+        return int(self._rng.integers(2**62)) if seed is None else int(seed)
+
+    def reseed(self, seed: int) -> None:
+        """Restart the stream of per-call seeds (the eval harness does this per episode)."""
+        self._rng = np.random.default_rng(seed)
+
+    def _decode(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(ids), skip_special_tokens=True)
+
+    # ------------------------------------------------------------------ sampling
+    def _request(self, prompt_ids: list[int], text: str, fields: dict[str, Any], n: int, seed: int):
+        body: dict[str, Any] = {"model": self.served_model, **fields, "n": n, "seed": seed}
+        if self.engine == "sglang":
+            # untested here: SGLang takes no per-request seed without deterministic inference
+            params = {k: v for k, v in fields.items() if k != "logprobs"}
+            params["max_new_tokens"] = params.pop("max_tokens")
+            res = self.http.post(
+                "/generate",
+                {"input_ids": [prompt_ids] * n, "sampling_params": params, "return_logprob": True},
+                root=True,
+            )
+            return [
+                (
+                    r["text"],
+                    r["meta_info"]["finish_reason"].get("type") == "stop",
+                    [e[0] for e in r["meta_info"]["output_token_logprobs"]],
+                )
+                for r in res
+            ]
+        body["prompt"] = prompt_ids if self.engine == "vllm" else text
+        if self.engine == "llamacpp":
+            # llama-cpp-python ignores n and defaults to top_k=40, min_p=0.05, repeat_penalty=1.1;
+            # its per-token log-probs cost a full-vocabulary sort in Python each: not requested
+            body.update(top_k=0, min_p=0.0, repeat_penalty=1.0, n=1)
+            body.pop("logprobs", None)
+            out = []
+            for k in range(n):
+                body["seed"] = (seed + k) % 2**31
+                out.extend(self._choices(self.http.post("/completions", body)))
+            return out
+        return self._choices(self.http.post("/completions", body))
+
+    @staticmethod
+    def _choices(res: dict[str, Any]):
+        out = []
+        for c in sorted(res["choices"], key=lambda c: c.get("index", 0)):
+            lps = (c.get("logprobs") or {}).get("token_logprobs") or []
+            out.append((c["text"], c.get("finish_reason") == "stop", lps))
+        return out
+
+    def sample(
+        self,
+        prompts: Sequence[Any],
+        output_type: Any = None,
+        n: int = 1,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        max_new_tokens: int | None = None,
+        seed: int | None = None,
+        assistant_prefix: str | Sequence[str] = "",
+    ) -> list[list[Any]]:
+        """Draw ``n`` samples per prompt on the engine; returns ``[prompt][sample]`` like
+        :meth:`smcplan.llm.lm.LanguageModel.sample` (``logq`` = ``logp``: module docstring)."""
+        from smcplan.llm.constrained import GenerationError, output_spec, spec_regex
+        from smcplan.llm.lm import Sample
+
+        if isinstance(prompts, str):
+            raise TypeError("prompts must be a list of prompts (one per particle), not a string")
+        if n < 1:
+            raise ValueError(f"n must be >= 1; got {n}")
+        if temperature < 0 or not 0 < top_p <= 1:
+            raise ValueError(
+                f"need temperature >= 0 and 0 < top_p <= 1; got {temperature}, {top_p}"
+            )
+        prefixes = (
+            [assistant_prefix] * len(prompts)
+            if isinstance(assistant_prefix, str)
+            else list(assistant_prefix)
+        )
+        if len(prefixes) != len(prompts):
+            raise ValueError(f"got {len(prefixes)} assistant prefixes for {len(prompts)} prompts")
+        spec = output_spec(output_type)
+        bound = spec.max_bytes + 1 if spec.max_bytes is not None else None
+        limit = max_new_tokens if max_new_tokens is not None else (bound or _DEFAULT_TEXT_TOKENS)
+        regex = spec_regex(spec) if spec.term is not None else None
+        fields = {
+            **structured_fields(self.engine, spec, regex),
+            "max_tokens": int(limit),
+            "temperature": float(temperature),
+            "top_p": float(top_p),
+            "logprobs": 0,
+        }
+        base = self.derive_seed(seed)
+        result = []
+        for i, (p, a) in enumerate(zip(prompts, prefixes, strict=True)):
+            text = self.format_prompt(p, a)
+            ids = self.encode_prompt(p, a)
+            rows = self._request(ids, text, fields, n, (base + 7919 * i) % 2**31)
+            self.usage.calls += 1
+            self.usage.prompt_tokens += len(ids)
+            group = []
+            for out_text, finished, lps in rows:
+                toks = self.encode_continuation(out_text) + (
+                    [self.eos_token_id] if finished else []
+                )
+                logp = float(sum(v for v in lps if v is not None)) if lps else float("nan")
+                self.usage.generated_tokens += len(toks)
+                if spec.term is not None and spec.max_bytes is not None and not finished:
+                    raise GenerationError(
+                        f"constrained output truncated at max_new_tokens={limit}; partial text: "
+                        f"{out_text[:200]!r}"
+                    )
+                try:
+                    value = spec.parse(out_text)
+                except (GenerationError, ValueError):
+                    if finished:
+                        raise
+                    value = None
+                group.append(Sample(value, out_text, logp, logp, len(toks), finished, toks))
+            result.append(group)
+        return result
+
+    def generate(
+        self, prompts: Sequence[Any], output_type: Any = None, n: int = 1, **kwargs: Any
+    ) -> list[Any]:
+        """Parsed outputs, one per prompt (``n == 1``) or a list of ``n`` per prompt."""
+        out = self.sample(prompts, output_type, n, **kwargs)
+        return [s[0].value for s in out] if n == 1 else [[x.value for x in s] for s in out]
+
+    # ------------------------------------------------------------------ scoring
+    def logprob(
+        self,
+        prompts: Sequence[Any],
+        continuations: Sequence[str],
+        add_eos: bool = False,
+        assistant_prefix: str | Sequence[str] = "",
+        **_: Any,
+    ) -> np.ndarray:
+        """``log p(continuations[i] | prompts[i])`` on the engine, shape ``(len(prompts),)``.
+
+        Raises :class:`~smcplan.llm.remote_http.EngineLacksFeature` where the engine cannot
+        score given tokens. Extra keywords of the local method (``reuse_cache``…) are accepted
+        and ignored (the engine caches prefixes itself).
+        """
+        if isinstance(prompts, str) or isinstance(continuations, str):
+            raise TypeError(
+                "prompts and continuations must be lists (one entry per row), not strings"
+            )
+        if len(prompts) != len(continuations):
+            raise ValueError(f"got {len(prompts)} prompts but {len(continuations)} continuations")
+        prefixes = (
+            [assistant_prefix] * len(prompts)
+            if isinstance(assistant_prefix, str)
+            else list(assistant_prefix)
+        )
+        if len(prefixes) != len(prompts):
+            raise ValueError(f"got {len(prefixes)} assistant prefixes for {len(prompts)} prompts")
+        if not prompts:
+            return np.zeros(0)
+        memo: dict[tuple[str, str], tuple[str, list[int]]] = {}
+        p_ids, texts, c_ids = [], [], []
+        for p, a, c in zip(prompts, prefixes, continuations, strict=True):
+            key = (p if isinstance(p, str) else repr(list(p)), a)
+            if key not in memo:
+                memo[key] = (self.format_prompt(p, a), self.encode_prompt(p, a))
+            ptext, pid = memo[key]
+            cid = self.encode_continuation(c, add_eos)
+            p_ids.append(pid)
+            c_ids.append(cid)
+            texts.append((ptext, c, add_eos))
+        self.usage.calls += 1
+        self.usage.prompt_tokens += sum(len(v[1]) for v in memo.values())
+        self.usage.scored_tokens += sum(len(c) for c in c_ids)
+        scores = score_rows(
+            self.engine,
+            self.http,
+            self.served_model,
+            p_ids,
+            c_ids,
+            texts,
+            self.bos_token_id,
+            self.tokenizer.convert_ids_to_tokens(self.eos_token_id),
+            self._decode,
+        )
+        return np.asarray(scores, dtype=np.float64)
+
+    def __repr__(self) -> str:
+        return f"RemoteLanguageModel({self.name!r}, engine={self.engine!r})"

@@ -1,0 +1,56 @@
+"""The records a :class:`~smcplan.llm.lm.LanguageModel` returns and keeps: samples and usage.
+
+Imports only the standard library.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Sample", "Usage"]
+
+
+@dataclass
+class Sample:
+    """One generated output: parsed ``value``, raw ``text``, ``logq``/``logp`` (see
+    :mod:`smcplan.llm.lm`),
+    ``token_ids`` the generated tokens (end-of-sequence included when ``finished``).
+
+    ``finished`` is False when generation stopped at ``max_new_tokens`` before end-of-sequence
+    (only possible for unbounded output types; ``value`` is then the parse of the partial text,
+    or ``None`` if it does not parse).
+    """
+
+    value: Any
+    text: str
+    logq: float
+    logp: float
+    num_tokens: int
+    finished: bool
+    token_ids: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Usage:
+    """Counters of what the model did (the evaluation records them per step).
+
+    ``prompt_tokens`` counts the tokens of each distinct prompt of a call once;
+    ``cached_tokens`` is the part of them whose key/value states came from the prefix cache, so
+    ``prompt_tokens - cached_tokens`` tokens were actually run (prefilled).
+    """
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    generated_tokens: int = 0
+    scored_tokens: int = 0
+    cached_tokens: int = 0  # of prompt_tokens, served from the prefix cache (not run again)
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class _Runtime:
+    processors: dict[str, Any] = field(default_factory=dict)
+    vocabulary: Any = None

@@ -1,0 +1,106 @@
+"""Input checks of the planner: its settings and what components return (errors name the bad
+value and the valid ones).
+
+Imports JAX, NumPy and the planner's own modules; never agents, eval or cli.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from smcplan.planning.batch import batch_size
+from smcplan.planning.components import PlanningError
+from smcplan.smc import resampling as _resampling
+from smcplan.smc.validation import is_concrete
+
+__all__ = ["validate_config", "component_name", "check_vector", "check_batch"]
+
+WEIGHTINGS = ("nesyfs", "twisted")
+CHOICES = ("sample", "max_weight")
+
+
+def validate_config(
+    num_particles: Any,
+    horizon: Any,
+    weighting: str,
+    lam: Any,
+    choice: str,
+    ess_threshold: Any,
+    resampling: str | Callable,
+) -> Callable:
+    """Check the planner's settings; return the resampling function.  Errors name the bad value
+    and the valid ones."""
+    if (
+        isinstance(num_particles, bool)
+        or not isinstance(num_particles, int | np.integer)
+        or num_particles < 1
+    ):
+        raise PlanningError(f"num_particles must be an integer >= 1; got {num_particles!r}")
+    if isinstance(horizon, bool) or not isinstance(horizon, int | np.integer) or horizon < 1:
+        raise PlanningError(f"horizon must be an integer >= 1; got {horizon!r}")
+    if weighting not in WEIGHTINGS:
+        raise PlanningError(f"unknown weighting {weighting!r}; known: {', '.join(WEIGHTINGS)}")
+    if choice not in CHOICES:
+        raise PlanningError(f"unknown choice {choice!r}; known: {', '.join(CHOICES)}")
+    if not isinstance(lam, int | float | np.floating) or not math.isfinite(float(lam)):
+        raise PlanningError(f"lam must be a finite number; got {lam!r}")
+    if not isinstance(ess_threshold, int | float | np.floating) or math.isnan(float(ess_threshold)):
+        raise PlanningError(
+            "ess_threshold must be a number (>= 1: resample every step, <= 0: never, else "
+            f"adaptive); got {ess_threshold!r}"
+        )
+    try:
+        return _resampling.get(resampling)
+    except ValueError as err:
+        raise PlanningError(str(err)) from None
+
+
+def component_name(component: Any) -> str:
+    name = getattr(component, "__name__", None)
+    return name if isinstance(name, str) else type(component).__name__
+
+
+def check_vector(x: Any, n: int, what: str, t: int, allow_neg_inf: bool = True) -> jax.Array:
+    """(N,) float vector, no NaN, no +inf (values checked only outside jit)."""
+    if np.shape(x) != (n,):
+        raise PlanningError(
+            f"step {t}: {what} has shape {np.shape(x)}; expected ({n},), one value per particle"
+        )
+    x = jnp.asarray(x, dtype=jnp.result_type(float))
+    if is_concrete(x):
+        v = np.asarray(x)
+        if np.isnan(v).any():
+            raise PlanningError(
+                f"step {t}: {what} contains NaN at particles "
+                f"{np.flatnonzero(np.isnan(v))[:5].tolist()}"
+            )
+        if np.isposinf(v).any():
+            raise PlanningError(
+                f"step {t}: {what} contains +inf at particles "
+                f"{np.flatnonzero(np.isposinf(v))[:5].tolist()}"
+            )
+        if not allow_neg_inf and np.isneginf(v).any():
+            raise PlanningError(
+                f"step {t}: {what} is -inf at particles "
+                f"{np.flatnonzero(np.isneginf(v))[:5].tolist()}: "
+                "the component sampled something it gives probability zero"
+            )
+    return x
+
+
+def check_batch(batch: Any, n: int, what: str, t: int) -> None:
+    try:
+        m = batch_size(batch, what)
+    except PlanningError as err:
+        raise PlanningError(f"step {t}: {err}") from None
+    if m != n:
+        raise PlanningError(
+            f"step {t}: {what} holds {m} items for {n} particles; components must return one per "
+            "particle"
+        )

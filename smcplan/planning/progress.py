@@ -1,0 +1,364 @@
+r"""Progress twists of the text planner: ``progress="lm" | "env" | "rlvmr" | "novelty"`` and sums.
+
+Each twist scores the N extended particles :math:`x^i_{\le t}` of a planning step with a progress
+:math:`\delta^i_t` (NeSyFS weighting :math:`\omega \leftarrow \omega e^{\lambda\delta}`) and a
+log-potential :math:`\log\psi^i_t = \sum_{s\le t}\delta^i_s` (twisted weighting: the incremental
+weight :math:`\psi_t/\psi_{t-1} = e^{\delta_t}`, the same pull as NeSyFS with :math:`\lambda=1`):
+
+* ``"env"`` — :math:`\delta_t = \Delta\mathrm{score}_t + (1 + H - t)([\mathrm{won}_t] -
+  [\mathrm{lost}_t])` from the environment (exact under the simulator world model; ``lost`` =
+  ended without winning, not by the step limit).  An ending counts :math:`1 + H - t`: the other
+  twists give at most 1 per step, so no imagined wandering after a win can outweigh it;
+* ``"novelty"`` — a count-based exploration bonus (Strehl & Littman 2008; Bellemare et al.
+  2016) over places and graph entities:
+
+  .. math:: \delta_t = \tfrac12\Big(\frac{1}{\sqrt{1 + n(\ell_t)}}
+     + [E_t \not\subseteq \mathcal E_{t-1}]\Big) \in [0, 1],
+
+  where :math:`\ell_t` is the particle's place after step t (the ``(agent, in|at, place)``
+  triplet of its observation, else its previous place), :math:`n(\ell)` the steps spent at
+  :math:`\ell` in the episode (:class:`Seen`) and on the particle's own path (a new place scores
+  the full half, one visited often little, so even where no new place lies within H steps the
+  weights point away from the most visited ones; staying put decays too, so wasted actions lose
+  to moving on), and :math:`E_t` the entities the observation names (states such as "closed"
+  excluded) against those seen so far (opening a door that reveals an unseen room).  Counting
+  arrivals instead of steps made the planner shuttle between two rooms (2/8 won on twx:coin
+  against 4/6).  Graph entities and places, not raw text: on twx:coin a planner counting
+  new observation texts won 5/10 episodes, one counting rooms 7/10 (DESIGN.md).  Steps after the
+  particle's episode ended score 0;
+* ``"rlvmr"`` — RLVMR's verifiable process rules (arXiv 2507.22844; tagged form in
+  :class:`smcplan.agents.rlvmr_rewards.RLVMRTwist`), with each imagined step's tag read off what
+  it does: :math:`\delta_t = 1` for a *corrective* action (the previous step failed and the
+  action differs from it) or an *exploring* one (an action or a place new to the episode and the
+  path), 0 for a repetition or a failed step; LLM-free;
+* ``"lm"`` — the model's Yes/No judge (:class:`smcplan.llm.ProgressModel`) on the previous and new
+  observation, now also shown the particle's retrieved graph :math:`R(\hat G)` and the triplets
+  its new observation added, as the paper specifies
+  (:math:`\delta = \mathrm{LLM}(P_{prog}; \hat a, R(\hat G), \tau_{new}, \eta)`);
+  :math:`\delta = [P(\mathrm{Yes}) \ge \tfrac12]`, :math:`\log\psi = \log P(\mathrm{Yes})`.
+
+A sum (``"env+novelty"``) adds the :math:`\delta` s and the :math:`\log\psi` s; :class:`SumTwist`
+keeps each part's :math:`\delta` per step in ``history`` so a record can say which part varied
+across particles (which twist decided).
+
+Imports ``smcplan.memory`` (rule extraction) and the planner's component types; never agents,
+eval or cli.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from smcplan.memory import extract_triplets
+from smcplan.planning.components import Score
+from smcplan.planning.config import DEFAULT_RETRIEVAL, Retrieval, parse_progress
+from smcplan.planning.outcome import DONE_ACTION
+
+__all__ = [
+    "Seen",
+    "EnvProgress",
+    "NoveltyProgress",
+    "ProcessProgress",
+    "LMProgress",
+    "SumTwist",
+    "make_progress",
+    "place_and_entities",
+]
+
+_PLACE_PREDICATES = ("in", "at")
+_SELF = ("agent", "you", "inventory", "open", "closed", "locked", "empty", "nothing")
+
+
+class Seen(NamedTuple):
+    """What the episode has seen so far (for ``novelty`` and ``rlvmr``): the places visited,
+    the entities named, the actions executed, whether the last real action failed, the current
+    score, the current place and the steps spent at each place (``visits``: ``(place, n)``)."""
+
+    places: frozenset[str] = frozenset()
+    entities: frozenset[str] = frozenset()
+    actions: tuple[str, ...] = ()
+    last_failed: bool = False
+    score: float = 0.0
+    place: str | None = None
+    visits: tuple[tuple[str, int], ...] = ()
+
+    def after(
+        self, observation: str, action: str | None, info: dict[str, Any], env_kind: str = "auto"
+    ) -> Seen:
+        """What has been seen once ``observation`` (the result of ``action``) arrived."""
+        place, names = place_and_entities(observation, action, env_kind)
+        place = place or self.place
+        visits = dict(self.visits)
+        if place is not None:
+            visits[place] = visits.get(place, 0) + 1
+        return Seen(
+            places=self.places | ({place} if place else set()),
+            entities=self.entities | names,
+            actions=(*self.actions, action) if action else self.actions,
+            last_failed=bool(info.get("invalid", False)),
+            score=float(info.get("score", self.score) or 0.0),
+            place=place,
+            visits=tuple(sorted(visits.items())),
+        )
+
+
+def place_and_entities(
+    observation: str,
+    action: str | None = None,
+    env_kind: str = "auto",
+    triplets: Iterable[Any] | None = None,
+) -> tuple[str | None, set[str]]:
+    """The agent's place after ``observation`` (``None`` if it names none) and the entities it
+    names, read from its rule-based triplets (or from ``triplets`` when given)."""
+    if triplets is None:
+        triplets = extract_triplets(str(observation), action, env_kind=env_kind)
+    place, names = None, set()
+    for t in triplets:
+        s, p, o = t.as_tuple() if hasattr(t, "as_tuple") else tuple(t)
+        if s == "agent" and p in _PLACE_PREDICATES:
+            place = o
+        if p == "is":  # a state ("fridge is closed"), not a new thing
+            continue
+        for e in (s, o):
+            if e not in _SELF:
+                names.add(e)
+    return place, names
+
+
+def _steps_read(particle: Any, env_kind: str) -> list[tuple[str | None, set[str]]]:
+    out = []
+    for i, (a, o) in enumerate(particle.steps):
+        known = (
+            particle.triplets[i]
+            if i < len(getattr(particle, "triplets", ())) and particle.triplets[i]
+            else None
+        )
+        place, names = place_and_entities(o, a, env_kind, triplets=known)
+        if place is None and known is not None:  # the agent's own extractor may not mark places
+            place, _ = place_and_entities(o, a, env_kind)
+        out.append((place, names))
+    return out
+
+
+class _Cumulative:
+    """log psi_t = sum of the particle's deltas so far (computed from its whole path)."""
+
+    def deltas(self, particle: Any) -> list[float]:  # pragma: no cover - every subclass defines it
+        raise NotImplementedError
+
+    def __call__(self, key: jax.Array, particles: list[Any], t: int, horizon: int) -> Score:
+        per = [self.deltas(p) for p in particles]
+        return Score(jnp.asarray([d[-1] for d in per]), jnp.asarray([float(sum(d)) for d in per]))
+
+
+class EnvProgress(_Cumulative):
+    r""":math:`\delta_t = \Delta\mathrm{score}_t + (1 + H - t)([\mathrm{won}_t] -
+    [\mathrm{lost}_t])` (module docstring); ``horizon`` H is set by the planner at each call."""
+
+    __name__ = "env"
+
+    def __init__(self) -> None:
+        self.horizon = 1
+
+    def __call__(self, key: jax.Array, particles: list[Any], t: int, horizon: int) -> Score:
+        self.horizon = int(horizon)
+        return super().__call__(key, particles, t, horizon)
+
+    def deltas(self, particle: Any) -> list[float]:
+        out, done = [], False
+        for t, oc in enumerate(particle.outcomes, start=1):
+            end = (1 + self.horizon - t) * (float(oc.won) - float(oc.lost))
+            out.append(0.0 if done else float(oc.gain) + end)
+            done = done or oc.done
+        return out
+
+
+class NoveltyProgress(_Cumulative):
+    r""":math:`\delta_t = \tfrac12(1/\sqrt{1 + n(\ell_t)} + [\text{a new entity}])` (module
+    docstring)."""
+
+    __name__ = "novelty"
+
+    def __init__(self, seen: Seen | None = None, env_kind: str = "auto") -> None:
+        self.seen = seen or Seen()
+        self.env_kind = env_kind
+
+    def deltas(self, particle: Any) -> list[float]:
+        visits, entities, place = dict(self.seen.visits), set(self.seen.entities), self.seen.place
+        out = []
+        for (a, _), (read, names) in zip(
+            particle.steps, _steps_read(particle, self.env_kind), strict=True
+        ):
+            if a == DONE_ACTION:
+                out.append(0.0)
+                continue
+            place = read or place
+            count = 0.0
+            if place is not None:
+                n = visits.get(place, 0)
+                count = 1.0 / float(np.sqrt(1.0 + n))
+                visits[place] = n + 1
+            out.append(0.5 * (count + float(bool(names - entities))))
+            entities |= names
+        return out
+
+
+class ProcessProgress(_Cumulative):
+    r"""RLVMR's explore and reflection rules on imagined steps (module docstring)."""
+
+    __name__ = "rlvmr"
+
+    def __init__(self, seen: Seen | None = None, env_kind: str = "auto") -> None:
+        self.seen = seen or Seen()
+        self.env_kind = env_kind
+
+    def deltas(self, particle: Any) -> list[float]:
+        actions, places = set(self.seen.actions), set(self.seen.places)
+        prev_failed = self.seen.last_failed
+        prev_action = self.seen.actions[-1] if self.seen.actions else None
+        out = []
+        reads = _steps_read(particle, self.env_kind)
+        outcomes = getattr(particle, "outcomes", ())
+        for i, (a, o) in enumerate(particle.steps):
+            failed = (
+                bool(outcomes[i].invalid)
+                if i < len(outcomes) and outcomes[i].invalid
+                else _looks_failed(o)
+            )
+            place = reads[i][0]
+            if a == DONE_ACTION or failed:
+                d = 0.0
+            elif prev_failed and a != prev_action:
+                d = 1.0  # reflection: a different action right after a failure
+            elif a not in actions or (place is not None and place not in places):
+                d = 1.0  # explore: a new action or a new place
+            else:
+                d = 0.0  # repetition
+            out.append(d)
+            actions.add(a)
+            if place is not None:
+                places.add(place)
+            prev_failed, prev_action = failed, a
+        return out
+
+
+_FAILED = (
+    "Unknown action",
+    "No known action matches that input",
+    "Nothing happens",
+    "nothing happens",
+    "That is already",
+    "You can't",
+    "I'm not sure",
+)
+
+
+def _looks_failed(observation: str) -> bool:
+    text = str(observation).strip()
+    return any(text.startswith(m) for m in _FAILED)
+
+
+class LMProgress:
+    """Planner twist from a :class:`smcplan.llm.ProgressModel`-like role
+    ``model(tasks, previous, actions, observations) -> [j.delta, j.log_twist]``; the "previous"
+    text carries the particle's retrieved facts and the triplets its new observation added."""
+
+    __name__ = "lm"
+
+    def __init__(
+        self, progress_model: Any, task: str, retrieval: Retrieval = DEFAULT_RETRIEVAL
+    ) -> None:
+        self.progress_model, self.task, self.retrieval = progress_model, task, retrieval
+
+    def _before(self, p: Any) -> str:
+        lines = []
+        facts = p.facts(self.task, self.retrieval) if hasattr(p, "facts") else []
+        if facts:
+            lines.append("Known facts: " + "; ".join(" ".join(f) for f in facts))
+        new = p.triplets[-1] if getattr(p, "triplets", ()) else ()
+        if new:
+            lines.append("New facts: " + "; ".join(" ".join(map(str, f)) for f in new))
+        lines.append(p.previous)
+        return "\n".join(lines)
+
+    def __call__(self, key: jax.Array, particles: list[Any], t: int, horizon: int) -> Score:
+        n = len(particles)
+        judged = self.progress_model(
+            [self.task] * n,
+            [self._before(p) for p in particles],
+            [p.steps[-1][0] for p in particles],
+            [p.observation for p in particles],
+        )
+        return Score(
+            jnp.asarray([float(j.delta) for j in judged]),
+            jnp.asarray([j.log_twist for j in judged]),
+        )
+
+
+class SumTwist:
+    r""":math:`\delta = \sum_k \delta^{(k)}`, :math:`\log\psi = \sum_k \log\psi^{(k)}` of named
+    twists; ``history[t-1][name]`` keeps each part's :math:`\delta_t`."""
+
+    def __init__(self, parts: Sequence[tuple[str, Any]]) -> None:
+        self.parts = list(parts)
+        self.__name__ = "+".join(name for name, _ in self.parts)
+        self.history: list[dict[str, np.ndarray]] = []
+
+    def __call__(self, key: jax.Array, particles: list[Any], t: int, horizon: int) -> Score:
+        keys = jax.random.split(key, len(self.parts))
+        deltas, psis, record = [], [], {}
+        for k, (name, twist) in zip(keys, self.parts, strict=True):
+            score = twist(k, particles, t, horizon)
+            deltas.append(score.delta)
+            psis.append(score.log_psi)
+            record[name] = (
+                None if score.delta is None else np.asarray(score.delta, dtype=np.float64)
+            )
+        self.history.append(record)
+        delta = (
+            None
+            if any(d is None for d in deltas)
+            else sum(jnp.asarray(d, dtype=float) for d in deltas)
+        )
+        log_psi = (
+            None if any(p is None for p in psis) else sum(jnp.asarray(p, dtype=float) for p in psis)
+        )
+        return Score(delta, log_psi)
+
+    def informative(self) -> list[str]:
+        """The parts whose :math:`\\delta` differed between particles at some step."""
+        out = []
+        for name, _ in self.parts:
+            rows = [h[name] for h in self.history if h.get(name) is not None]
+            if any(r.size and float(r.max() - r.min()) > 0.0 for r in rows):
+                out.append(name)
+        return out
+
+
+def make_progress(
+    spec: str,
+    *,
+    task: str = "",
+    seen: Seen | None = None,
+    progress_model: Any = None,
+    retrieval: Retrieval = DEFAULT_RETRIEVAL,
+    env_kind: str = "auto",
+) -> SumTwist:
+    """The twist named by ``spec`` (``"env+novelty"``), always as a :class:`SumTwist` (one part
+    or more); an unknown name lists the valid ones."""
+    parts = []
+    for name in parse_progress(spec):
+        if name == "env":
+            parts.append((name, EnvProgress()))
+        elif name == "novelty":
+            parts.append((name, NoveltyProgress(seen, env_kind)))
+        elif name == "rlvmr":
+            parts.append((name, ProcessProgress(seen, env_kind)))
+        else:
+            parts.append((name, LMProgress(progress_model, task, retrieval)))
+    return SumTwist(parts)

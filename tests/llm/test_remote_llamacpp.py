@@ -1,0 +1,178 @@
+"""A real serving engine: llama-cpp-python's OpenAI-compatible server with the packaged SmolLM2
+GGUF on a loopback port, driven through ``load_model("openai:<url>#smollm2-135m")``.
+
+Slow (starts the server and loads SmolLM2 in-process for the comparison). Skipped only when
+llama-cpp-python is not installed (``pip install 'smcplan[scale]'``; ``make test`` installs it).
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from smcplan.llm.llamacpp_server import llamacpp_available
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not llamacpp_available(),
+        reason="llama-cpp-python[server] is not installed (pip install 'smcplan[scale]')",
+    ),
+]
+
+#: max |remote - local| of a summed action log-prob (nats). Both backends run the same
+#: dequantised Q4_1 weights; llama.cpp multiplies them with Q8-quantised activations, which moves
+#: a token's log-prob by up to ~0.2 nats (issue 14); an action is <= 6 tokens + end-of-turn.
+#: Measured here: see docs/scale.md (max 0.41 over 36 rows); bound with margin:
+SCORE_TOL = 1.0
+
+OBSERVATIONS = [
+    "You are in the kitchen. You see a table; on the table is a coin. Exits: north, east.",
+    "You are in the pantry. It is empty. Exits: south.",
+    "You are in the backyard. You see a patio table and a barbecue. Exits: west, north.",
+]
+ACTIONS = [
+    ["take coin", "go north", "go east", "open fridge"],
+    ["go south", "take coin", "look around", "eat apple"],
+    ["go west", "go north", "open barbecue", "take coin"],
+]
+
+
+@pytest.fixture(scope="module")
+def server():
+    from smcplan.llm.llamacpp_server import serve_llamacpp
+
+    with serve_llamacpp("smollm2-135m", threads=1) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def remote(server):
+    from smcplan.llm import load_model
+
+    return load_model(f"openai:{server}#smollm2-135m", timeout=300)
+
+
+@pytest.fixture(scope="module")
+def local():
+    from smcplan.llm import load_model
+
+    return load_model(threads=1)
+
+
+def _rows():
+    prompts, conts = [], []
+    for obs, acts in zip(OBSERVATIONS, ACTIONS, strict=True):
+        prompt = [
+            {"role": "system", "content": "You play a text game. Answer with one action."},
+            {"role": "user", "content": f"Task: find the coin.\n{obs}\nWhat do you do?"},
+        ]
+        for a in acts:
+            prompts.append(prompt)
+            conts.append(a)
+    return prompts, conts
+
+
+def test_the_server_is_detected_as_llamacpp_and_serves_the_registry_name(remote):
+    assert remote.engine == "llamacpp"
+    assert remote.tokenizer.convert_ids_to_tokens(remote.bos_token_id) == "<|im_start|>"
+
+
+def test_remote_logprob_ranks_admissible_actions_like_the_local_model(remote, local):
+    # the prefix ends before the space: a llama.cpp server tokenizes prompt + continuation as
+    # one text when it falls back to echo, which then gives the same tokens as the client's
+    prompts, conts = _rows()
+    conts = [" " + c for c in conts]
+    r = remote.logprob(prompts, conts, add_eos=True, assistant_prefix="Action:")
+    l_ = local.logprob(prompts, conts, add_eos=True, assistant_prefix="Action:")
+    print("max |remote - local| =", float(np.max(np.abs(r - l_))), "over", len(r), "rows")
+    assert np.all(np.isfinite(r)) and np.all(r < 0)
+    assert np.max(np.abs(r - l_)) < SCORE_TOL, np.abs(r - l_)
+    start = 0
+    for acts in ACTIONS:
+        rr, ll = r[start : start + len(acts)], l_[start : start + len(acts)]
+        start += len(acts)
+        assert int(np.argmax(rr)) == int(np.argmax(ll))  # the greedy action is the same
+        # every pair the local model orders by more than twice the tolerance, the server orders too
+        for i in range(len(acts)):
+            for j in range(len(acts)):
+                if ll[i] - ll[j] > 2 * SCORE_TOL:
+                    assert rr[i] > rr[j], (acts[i], acts[j], ll[i], ll[j], rr[i], rr[j])
+
+
+def test_remote_constrained_outputs_parse(remote):
+    from pydantic import BaseModel, Field
+
+    class Triplet(BaseModel):
+        subject: str = Field(max_length=16)
+        relation: str = Field(max_length=12)
+        object: str = Field(max_length=16)
+        done: bool
+
+    prompt = ["The coin is on the table in the kitchen. Describe it as a triplet in JSON."]
+    choices = ["take coin", "go north", 'say "hi"']
+    for seed in range(3):
+        (choice,) = remote.generate(prompt, choices, temperature=1.0, seed=seed)
+        assert choice in choices
+        (obj,) = remote.generate(prompt, Triplet, temperature=1.0, seed=seed)
+        assert isinstance(obj, Triplet) and len(obj.subject) <= 16
+        (sample,) = remote.sample(
+            prompt,
+            {"type": "object", "properties": {"yes": {"type": "boolean"}}, "required": ["yes"]},
+            temperature=1.0,
+            seed=seed,
+        )[0]
+        assert isinstance(json.loads(sample.text)["yes"], bool) and sample.finished
+        assert np.isnan(sample.logp) and np.isnan(sample.logq)  # not asked of llama.cpp
+
+
+def test_remote_roles_keep_their_guarantees(remote):
+    from smcplan.llm.roles import ActionProposal, Critic, Reflection, TripletExtractor
+
+    triplets = TripletExtractor(remote, temperature=1.0)(OBSERVATIONS[:2], ["look", None], seed=0)
+    assert len(triplets) == 2 and all(isinstance(t, list) for t in triplets)
+    props = ActionProposal(remote, temperature=0.0, think=True)(
+        ["find the coin"] * 2, [[], []], OBSERVATIONS[:2], ACTIONS[:2], seed=0
+    )
+    assert [p.action in acts for p, acts in zip(props, ACTIONS[:2], strict=True)] == [True, True]
+    critique = Critic(remote)(
+        ["find the coin"], [OBSERVATIONS[0]], ["The coin is here."], ["take coin"], seed=0
+    )
+    assert len(critique) == 1
+    verdicts = Reflection(remote)(["find the coin"], [OBSERVATIONS[0]], ["take coin"], seed=0)
+    assert len(verdicts) == 1
+
+
+def test_sampling_is_reproducible_with_the_same_seed(remote):
+    a = remote.generate(
+        ["Say something about coins."], None, temperature=1.0, seed=5, max_new_tokens=12
+    )
+    b = remote.generate(
+        ["Say something about coins."], None, temperature=1.0, seed=5, max_new_tokens=12
+    )
+    assert a == b
+
+
+def test_react_runs_three_steps_on_twx_coin_through_the_server(remote):
+    from smcplan.agents import make
+    from smcplan.envs import make as make_env
+
+    env = make_env("twx:coin", split="dev", max_steps=50)
+    try:
+        agent = make("react", lm=remote, seed=0)
+        obs, info = env.reset(10000)
+        actions = list(info["admissible_actions"])
+        agent.reset(env.task, obs, actions)
+        for _ in range(3):
+            calls = remote.usage.calls
+            step = agent.act(obs, actions, info)
+            assert step.action in actions and step.thought
+            assert remote.usage.calls > calls
+            obs, _, done, info = env.step(step.action)
+            if done:
+                break
+            actions = list(info["admissible_actions"])
+    finally:
+        env.close()
