@@ -216,28 +216,13 @@ class LanguageModel:
         """
         with self._threading(), torch.inference_mode():
             return self._sample(
-                prompts,
-                output_type,
-                n,
-                temperature,
-                top_p,
-                max_new_tokens,
-                seed,
-                assistant_prefix,
-                truncation,
+                prompts, output_type, n, temperature, top_p, max_new_tokens, seed,
+                assistant_prefix, truncation,
             )
 
-    def _sample(
-        self,
-        prompts: Sequence[Prompt],
-        output_type: Any = None,
-        n: int = 1,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
-        max_new_tokens: int | None = None,
-        seed: int | None = None,
-        assistant_prefix: str | Sequence[str] = "",
-        truncation: str | None = None,
+    def _sample(  # the parameters of sample(), in order
+        self, prompts, output_type, n, temperature, top_p, max_new_tokens, seed,
+        assistant_prefix, truncation,
     ) -> list[list[Sample]]:
         prompts = check_prompts(prompts)
         n, temperature, top_p, max_new_tokens, seed = check_sampling(
