@@ -187,6 +187,10 @@ class AlfWorldEnv(BaseTextEnv):
 
     def close(self) -> None:
         """Release the engine (the planning task of its fast-downward copy); idempotent."""
+        self._release_engine()
+
+    def _release_engine(self) -> None:
+        """Free the engine without closing the env (``reset`` loads a fresh one)."""
         tw, self._tw, self._loaded_file, self._state = self._tw, None, None, None
         if tw is not None:
             from smcplan.envs.alfworld_gen.expert import close_tw_env
@@ -202,7 +206,7 @@ class AlfWorldEnv(BaseTextEnv):
         try:
             with preserved_globals():
                 if self._tw is None or self._loaded_file != game_file:
-                    self.close()
+                    self._release_engine()
                     self._tw = make_tw_env(expert=False)
                     self._tw.load(game_file)
                     self._loaded_file = game_file
@@ -210,7 +214,7 @@ class AlfWorldEnv(BaseTextEnv):
         except MissingBenchmark:
             raise
         except Exception as exc:
-            self.close()
+            self._release_engine()
             raise EnvError(f"{self.name}: could not start {game_file}: {exc}") from exc
 
     def _extra(self) -> dict[str, Any]:
