@@ -25,7 +25,7 @@ pytestmark = [
 #: max |remote - local| of a summed action log-prob (nats). Both backends run the same
 #: dequantised Q4_1 weights; llama.cpp multiplies them with Q8-quantised activations, which moves
 #: a token's log-prob by up to ~0.2 nats (issue 14); an action is <= 6 tokens + end-of-turn.
-#: Measured here: see docs/scale.md (max 0.41 over 36 rows); bound with margin:
+#: Measured here: max 0.40 nats over these 12 rows (docs/scale.md); bound with margin:
 SCORE_TOL = 1.0
 
 OBSERVATIONS = [
