@@ -75,7 +75,8 @@ def test_generate(tiny, data, which):
     prompts = args.pop("prompts")
     ok, res = call(tiny.sample, prompts, args.pop("output_type"), seed=0, **args)
     if which != "nothing":
-        assert not ok, f"garbage {which} accepted"
+        # with no prompts there is nothing to decode: [] is a valid answer too
+        assert not ok or (prompts == [] and res == []), f"garbage {which} accepted"
         return
     assert ok and len(res) == len(prompts)
     for row in res:
