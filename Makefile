@@ -1,5 +1,5 @@
 # Two commands for a fresh machine (see README.md):
-#   make demo   -- create .venv on first use, then run the main job on the embedded SmolLM2
+#   make demo   -- create .venv on first use, then run the main job (slow thinking, oracle world model)
 #   make test   -- create .venv on first use, then run the whole test suite
 PY      ?= python3.11
 VENV    := .venv
@@ -15,7 +15,7 @@ export TOKENIZERS_PARALLELISM := false
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: setup setup-scale demo test lint bench bench-full clean
+.PHONY: setup setup-scale demo demo-lm test lint bench bench-full clean
 
 setup: $(STAMP)
 
@@ -38,13 +38,24 @@ $(SCALE_STAMP): $(STAMP)
 		$(BIN)/python -m pip install -q -c requirements/constraints.txt -e ".[scale]"
 	touch $(SCALE_STAMP)
 
-# The main job: the NeSyFS agent with the embedded SmolLM2 on a real TextWorldExpress game
-# (coin, dev seed 10000), printing the trajectory (thoughts, actions, rejections, slow thinking)
-# and the result table.  Step records land in runs/demo/ (viewer: `smcplan report runs/demo`).
-DEMO_ARGS ?= --env twx:coin --agent nesyfs --seeds 10000 --max-steps 10
+# The main job: NeSyFS's slow thinker on a real TextWorldExpress game (coin, dev seed 10000), planning
+# every step with the simulator world model -- each of 8 particles steps its own clone of the game
+# 3 steps ahead (an ORACLE world model, labelled so in the output) -- weighted by the env + novelty
+# twists.  The printed trajectory names, at every step, the particles' first actions with their
+# weights and which twist decided.  (Plain NeSyFS with SmolLM2 loops on this seed: make demo-lm.)
+# Step records land in runs/demo/ (viewer: `smcplan report runs/demo`).
+DEMO_ARGS ?= --env twx:coin --agent nesyfs --seeds 10000 --max-steps 25 \
+	--agent-arg world_model=simulator --agent-arg progress=env+novelty \
+	--agent-arg slow_thinking=always --agent-arg plan_proposal=uniform \
+	--agent-arg num_particles=8 --agent-arg horizon=3 --agent-arg lam=3 --agent-arg choice=max_weight
+DEMO_LM_ARGS ?= --env twx:coin --agent nesyfs --seeds 10000 --max-steps 10
 demo: setup
 	rm -rf runs/demo
 	$(BIN)/smcplan eval $(DEMO_ARGS) --out runs/demo --show --no-progress
+
+demo-lm: setup
+	rm -rf runs/demo-lm
+	$(BIN)/smcplan eval $(DEMO_LM_ARGS) --out runs/demo-lm --show --no-progress
 
 test: setup
 	$(BIN)/python -m pytest -q

@@ -53,7 +53,9 @@ def main() -> None:
     parser.add_argument("--agent", default="react")
     parser.add_argument("--env", default="twx:coin")
     parser.add_argument(
-        "--model", default=None, help="load_model name (default SmolLM2); 'tiny' = the tiny test model"
+        "--model",
+        default=None,
+        help="load_model name (default SmolLM2); 'tiny' = the tiny test model",
     )
     args = parser.parse_args()
     from smcplan.eval import EvalConfig, run_eval
@@ -94,13 +96,13 @@ def main() -> None:
             "errors": sum(s["status"] == "error" for s in summaries),
             "same_records_as_first": same,
         }
-        rows.append(
-            [n, len(summaries), f"{wall:.0f}", f"{eph:.1f}", f"{busy / wall:.2f}", same]
-        )
+        rows.append([n, len(summaries), f"{wall:.0f}", f"{eph:.1f}", f"{busy / wall:.2f}", same])
     base = runs[args.workers[0]]["episodes_per_hour"]
     for row, n in zip(rows, args.workers, strict=True):
         row.append(f"{runs[n]['episodes_per_hour'] / base:.2f}x")
-    print_table(["workers", "episodes", "wall s", "episodes/h", "parallelism", "same", "speed-up"], rows)
+    print_table(
+        ["workers", "episodes", "wall s", "episodes/h", "parallelism", "same", "speed-up"], rows
+    )
     print(
         "wrote",
         write_json(

@@ -71,12 +71,16 @@ def main() -> None:
     rows, out = [], {}
     for name, (times, actions, calls) in result.items():
         med = statistics.median(times)
-        rows.append([name, len(times), f"{med:.1f}", f"{sum(times):.1f}", calls, " / ".join(actions)])
+        rows.append(
+            [name, len(times), f"{med:.1f}", f"{sum(times):.1f}", calls, " / ".join(actions)]
+        )
         out[name] = {"step_s": times, "median_step_s": med, "calls": calls, "actions": actions}
     print_table(["backend", "steps", "median s/step", "total s", "model calls", "actions"], rows)
     same = result["server"][1] == result["in-process"][1]
     print("same actions:", same)
-    print("wrote", write_json("remote_step", {"steps": args.steps, "runs": out, "same_actions": same}))
+    print(
+        "wrote", write_json("remote_step", {"steps": args.steps, "runs": out, "same_actions": same})
+    )
 
 
 if __name__ == "__main__":

@@ -42,5 +42,5 @@ for cell in "${CELLS[@]}"; do
   seeds=$(seq -s, "$first" $((first + episodes - 1)))
   echo "== $name ($env, $episodes episodes, $agent $args)"
   "$PY" -m smcplan.cli eval --env "$env" --agent "$agent" --seeds "$seeds" \
-    --max-steps "$MAX_STEPS" --seed 0 --out "runs/ablation/$name" --no-progress "${extra[@]}" 2>&1 | grep -v "Loading weights" | tail -4
+    --max-steps "$MAX_STEPS" --seed 0 --out "runs/ablation/$name" --no-progress --retry-errors "${extra[@]}" 2>&1 | grep -v "Loading weights" | tail -4
 done

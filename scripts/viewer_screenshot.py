@@ -5,9 +5,10 @@
 Runs the real harness with the real NeSyFS agent and the packaged SmolLM2-135M (``--model``) on
 ``--env`` (default TextWorldExpress coin, dev seed 10000) for ``--max-steps`` steps, with
 N = 4 particles and H = 2 planning steps. The reflection is a stand-in that turns down the
-first three proposals, so slow thinking runs at step 0 (the test fixture of the viewer,
-``tests/eval/planner_run.py``). Then ``smcplan report`` writes the viewer and headless Chromium
-(Debian ``chromium``) takes a 1280x900 screenshot of that step. About two minutes on 2 CPU cores.
+first three proposals, so slow thinking runs at step 0 (the viewer's test fixture,
+``tests/eval/planner_run.py``; the step records are NeSyFS's own). Then ``smcplan report``
+writes the viewer and headless Chromium (Debian ``chromium``) takes a 1280x900 screenshot of
+that step. About ten minutes on the shared 2 CPU cores (``--reuse``: seconds).
 """
 
 from __future__ import annotations

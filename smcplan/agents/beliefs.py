@@ -107,10 +107,16 @@ class KGBelief:
         return self._ingest(observation, action, step)
 
     def retrieve(self, kg: KnowledgeGraph, observation: str | None) -> list[tuple[str, str, str]]:
-        """tau = R(kg, task, hops) as plain tuples (also used on the planner's particle graphs)."""
+        """tau = R(kg, task, hops) as plain tuples (also used on the planner's particle graphs).
+
+        The retrieval chooses *which* facts (the most relevant ``limit``); they are listed in
+        the order they entered the graph, so that a new fact extends the list at its end and
+        the prompt before it stays the same (the prefix cache reuses it).
+        """
         facts = kg.retrieve(
             self.task, self.hops, last_observation=observation, limit=self.limit, fill=True
         )
+        facts.sort(key=lambda t: kg.provenance(t).seq)
         return [t.as_tuple() for t in facts]
 
     def fill(self, context: Context) -> None:

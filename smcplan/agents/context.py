@@ -13,7 +13,16 @@ The model's window ``W`` (``max_position_embeddings``) bounds everything; the hi
 tokens, where ``reserve_tokens`` keeps room for the role's template, the admissible actions and
 the answer. :meth:`History.render` keeps the *newest* turns whose token counts sum to at most
 ``B_hist`` (ReAct, Yao et al. 2023, keeps the trajectory in context and drops the oldest part when
-it no longer fits) and says how many older turns it left out.
+it no longer fits) and says how many older turns it left out. It drops old turns in blocks of
+``block`` turns (the first turn shown is always turn ``s`` with ``s`` a multiple of ``block``),
+so that the rendered history keeps its beginning for several steps and only grows at its end:
+the model's prefix cache then reuses it (:mod:`smcplan.llm.prefix_cache`).
+
+Layout (stable first, volatile last, so that consecutive prompts share the longest prefix):
+notes (e.g. Reflexion's memories, fixed during a trial), facts, history (append-only between
+block drops), belief summary (rewritten each step), the current observation, and last the
+step's ``feedback`` (why earlier proposals of this step were rejected, the reasoning under
+review), which changes within a step.
 
 :class:`Context` is one step's view; the roles take it in two shapes:
 
@@ -28,6 +37,7 @@ nor ``smcplan.eval`` / ``smcplan.cli``.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -114,8 +124,11 @@ class Turn:
 class History:
     """The episode so far: the first observation, then one :class:`Turn` per executed action."""
 
-    def __init__(self, max_observation_chars: int = 400) -> None:
+    def __init__(self, max_observation_chars: int = 400, block: int = 1) -> None:
+        if isinstance(block, bool) or not isinstance(block, int) or block < 1:
+            raise ValueError(f"history block must be a positive number of turns; got {block!r}")
         self.max_observation_chars = int(max_observation_chars)
+        self.block = block
         self.initial = ""
         self.turns: list[Turn] = []
 
@@ -139,8 +152,9 @@ class History:
 
         ``last`` caps the number of turns considered (``None``: all). The first observation is
         included when every turn fits and room is left; a line "(k earlier steps not shown)"
-        marks a cut. The whole rendered text, marks included, counts at most ``budget_tokens``
-        (checked on the joined text, since tokenisation is not additive across blocks).
+        marks a cut, made at a multiple of ``block`` turns (module docstring). The whole
+        rendered text, marks included, counts at most ``budget_tokens`` (checked on the joined
+        text, since tokenisation is not additive across blocks).
         Returns ``""`` when nothing fits or nothing happened yet.
         """
         turns = self.turns if last is None else self.turns[max(0, len(self.turns) - last) :]
@@ -152,6 +166,7 @@ class History:
                 break
             used += cost
             k += 1
+        k = self._aligned(k, len(texts))
         start = "(start)\n" + clip_text(self.initial, self.max_observation_chars)
 
         def assemble(k: int, with_start: bool) -> str:
@@ -165,9 +180,18 @@ class History:
             if with_start:
                 with_start = False
             else:
-                k -= 1
+                k = self._aligned(k - 1, len(texts))
             text = assemble(k, with_start) if k > 0 or with_start else ""
         return text
+
+    def _aligned(self, k: int, available: int) -> int:
+        """The largest ``k' <= k`` newest turns whose first turn index is a multiple of
+        ``block`` (or all ``available`` turns when ``k`` covers them)."""
+        if k >= available or self.block == 1:
+            return k
+        first = len(self.turns) - k
+        first = -(-first // self.block) * self.block
+        return max(0, len(self.turns) - first)
 
 
 def clip_tokens(text: str, max_tokens: int, count: Callable[[str], int], keep: str = "head") -> str:
@@ -228,7 +252,9 @@ class Context:
 
     ``triplets``: retrieved facts ``(subject, relation, object)`` (KG context), ``history``:
     the rendered history (history context), ``belief``: a belief summary (ABBEL-style context),
-    ``notes``: extra lines (reflection feedback, Reflexion memories, critiques), newest last.
+    ``notes``: lines that hold for the whole episode (Reflexion memories), ``feedback``: lines
+    about this step only (why earlier proposals were rejected, the reasoning under review),
+    newest last. Rendering order: see the module docstring.
     """
 
     task: str
@@ -237,41 +263,47 @@ class Context:
     history: str = ""
     belief: str = ""
     notes: list[str] = field(default_factory=list)
+    feedback: list[str] = field(default_factory=list)
 
     def with_notes(self, notes: Sequence[str]) -> Context:
-        """A copy with ``notes`` appended (the original is not changed)."""
-        return Context(
-            self.task,
-            self.observation,
-            list(self.triplets),
-            self.history,
-            self.belief,
-            [*self.notes, *notes],
+        """A copy with episode-long ``notes`` appended (the original is not changed)."""
+        return dataclasses.replace(
+            self, triplets=list(self.triplets), notes=[*self.notes, *notes],
+            feedback=list(self.feedback),
         )
 
-    def _sections(self, facts: bool) -> list[str]:
+    def with_feedback(self, lines: Sequence[str]) -> Context:
+        """A copy with this step's feedback ``lines`` appended (the original is not changed)."""
+        return dataclasses.replace(
+            self, triplets=list(self.triplets), notes=list(self.notes),
+            feedback=[*self.feedback, *lines],
+        )
+
+    def _render(self, facts: bool) -> str:
         out = []
-        if facts and self.triplets:
-            out.append("Known facts:\n" + "\n".join(f"- {s} {r} {o}" for s, r, o in self.triplets))
-        if self.belief:
-            out.append("What you believe:\n" + self.belief)
-        if self.history:
-            out.append("What happened so far:\n" + self.history)
         if self.notes:
             out.append("Notes:\n" + "\n".join(f"- {n}" for n in self.notes))
-        return out
+        if facts and self.triplets:
+            out.append("Known facts:\n" + "\n".join(f"- {s} {r} {o}" for s, r, o in self.triplets))
+        if self.history:
+            out.append("What happened so far:\n" + self.history)
+        if self.belief:
+            out.append("What you believe:\n" + self.belief)
+        if not out and not self.feedback and not facts:
+            return self.observation
+        out.append("Current observation:\n" + self.observation)
+        if self.feedback:
+            out.append("Feedback:\n" + "\n".join(f"- {n}" for n in self.feedback))
+        return "\n".join(out)
 
     def for_proposal(self) -> str:
-        """The proposal role's ``observation`` text: belief, history and notes, then the current
-        observation (the facts go to the role's own triplet slot)."""
-        sections = self._sections(facts=False)
-        if not sections:
-            return self.observation
-        return "\n".join([*sections, "Current observation:\n" + self.observation])
+        """The proposal role's ``observation`` text: notes, history and belief, the current
+        observation, then feedback (the facts go to the role's own triplet slot)."""
+        return self._render(facts=False)
 
     def situation(self) -> str:
         """Everything as one block (facts included) for roles with a ``context`` slot."""
-        return "\n".join([*self._sections(facts=True), "Current observation:\n" + self.observation])
+        return self._render(facts=True)
 
     def fit(self, budget_tokens: int, count: Callable[[str], int]) -> dict[str, list[int]]:
         """Cut this context in place until :meth:`situation` counts at most ``budget_tokens``.

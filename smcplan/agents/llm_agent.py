@@ -11,8 +11,7 @@ siblings; never ``smcplan.eval`` or ``smcplan.cli``.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -24,6 +23,7 @@ from smcplan.agents.beliefs import (
     KGBelief,
     SummaryBelief,
 )
+from smcplan.agents.choices import AgentError, Candidate, Decision, Judgement, Outcome
 from smcplan.agents.context import (
     Context,
     History,
@@ -34,7 +34,6 @@ from smcplan.agents.context import (
 from smcplan.agents.extractors import Extractor
 from smcplan.agents.record import StepRecord, UsageMeter, clean_text
 from smcplan.agents.shortlist import DEFAULT_MAX_ACTIONS, shortlist_actions
-from smcplan.errors import SmcplanError
 
 __all__ = [
     "LLMAgent",
@@ -49,59 +48,6 @@ __all__ = [
 #: ``"admissible"``: the action is chosen from the admissible set; ``"free"``: the model writes
 #: it (constrained only by the benchmark's verb grammar) and the environment parses it.
 ACTION_MODES = ("admissible", "free")
-
-
-class AgentError(SmcplanError, RuntimeError):
-    """An agent broke its contract (e.g. chose an action outside the admissible set)."""
-
-
-class Decision(NamedTuple):
-    """What :meth:`LLMAgent.decide` returns: the action to execute, a thought and a tag."""
-
-    action: str
-    thought: str = ""
-    tag: str | None = None
-
-
-@dataclass
-class Candidate:
-    """A proposed action before it is judged: the proposer's thought and log-probabilities
-    (``None`` when the proposer has none) and anything else worth recording in ``info``."""
-
-    action: str
-    thought: str = ""
-    logq: float | None = None
-    logp: float | None = None
-    source: str = "proposal"
-    info: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class Judgement:
-    """A judge's verdict on a :class:`Candidate`: ``accept``, a ``score`` (higher is better; the
-    yes-fraction of a reflection, the critique score of a critic), the ``reason`` fed back to
-    the next proposal, the judge's name ``by`` and extra fields for the record."""
-
-    accept: bool
-    score: float
-    reason: str
-    by: str
-    info: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class Outcome:
-    """Result of :meth:`LLMAgent.generate_and_test`: the accepted candidate (``None`` when all
-    were rejected) and every (candidate, judgement) pair in order."""
-
-    accepted: Candidate | None
-    tried: list[tuple[Candidate, Judgement]]
-
-    def best(self) -> Candidate:
-        """The tried candidate with the highest score (the first among equals)."""
-        if not self.tried:
-            raise AgentError("no candidate was proposed")
-        return max(self.tried, key=lambda cj: cj[1].score)[0]
 
 
 class LLMAgent:
@@ -170,9 +116,11 @@ class LLMAgent:
         Seed of the agent's own random stream (proposal, thought and judge sampling).
     context
         ``"history"``, ``"kg"`` or ``"belief"`` (default: the class's ``default_context``).
-    history_tokens, reserve_tokens, max_observation_chars
+    history_tokens, reserve_tokens, max_observation_chars, history_block
         History budget ``min(history_tokens, window - reserve_tokens)`` tokens; each past
-        observation is clipped to ``max_observation_chars`` characters.
+        observation is clipped to ``max_observation_chars`` characters; old turns are dropped
+        ``history_block`` at a time (3), so the prompt's beginning stays the same for several
+        steps and the model's prefix cache reuses it.
     extractor, env_kind, kg_hops, kg_limit
         KG context: ``"rule"``, ``"llm"`` or ``"auto"`` triplet extraction
         (:mod:`smcplan.agents.extractors`), the benchmark's rule set, and the retrieval's hops
@@ -208,6 +156,7 @@ class LLMAgent:
         history_tokens: int = 512,
         reserve_tokens: int = 1024,
         max_observation_chars: int = 400,
+        history_block: int = 3,
         extractor: str = "auto",
         env_kind: str | None = None,
         kg_hops: int = 2,
@@ -254,7 +203,7 @@ class LLMAgent:
         self._meter = UsageMeter([lm])
         self._usage_mark = self._meter.snapshot()
         self.counter = TokenCounter(lm)
-        self.history = History(max_observation_chars)
+        self.history = History(max_observation_chars, block=history_block)
         self.history_budget = history_budget(lm, history_tokens, reserve_tokens)
         #: Tokens the whole context view may take (:meth:`Context.fit`): ``W - reserve_tokens``.
         self.context_budget = max(1, model_window(lm) - int(reserve_tokens))
@@ -289,7 +238,17 @@ class LLMAgent:
 
     # ------------------------------------------------------------------ protocol
     def reset(self, task: str, observation: str, admissible_actions: list[str]) -> None:
-        """Start an episode: clear the history and the belief, then :meth:`on_reset`."""
+        """Start an episode: clear the history, the belief and the model's prefix cache, then
+        :meth:`on_reset`.
+
+        Clearing the prefix cache (:mod:`smcplan.llm.prefix_cache`) makes an episode independent
+        of the episodes run before it in the same process, bit for bit: a cached prefix changes
+        log-probabilities in the last fp32 bits, so without it ``--workers N`` could differ from
+        ``--workers 1``. Reuse within the episode, where nearly all of it is, stays.
+        """
+        cache = getattr(self.lm, "prefix_cache", None)
+        if cache is not None:
+            cache.clear()
         self.task = task
         self.t = 0
         self.last_action = None
@@ -405,9 +364,10 @@ class LLMAgent:
     def propose(
         self, ctx: Context, admissible: list[str], feedback: Sequence[str] = ()
     ) -> Candidate:
-        """One action from the proposal role, with ``feedback`` shown as notes: admissible, or
-        written under :attr:`action_verbs` in free mode."""
-        view = self.fit(ctx.with_notes(feedback)) if feedback else ctx
+        """One action from the proposal role, with ``feedback`` shown after the observation
+        (:meth:`Context.with_feedback`): admissible, or written under :attr:`action_verbs` in
+        free mode."""
+        view = self.fit(ctx.with_feedback(feedback)) if feedback else ctx
         free = {"verbs": self.action_verbs} if self.free else {}
         (p,) = self.proposer(
             [self.task], [view.triplets], [view.for_proposal()], [admissible],

@@ -265,7 +265,8 @@ class NeSyFSAgent(LLMAgent):
 
     def reflect(self, ctx: Context, cand: Candidate, rec: StepRecord) -> Judgement:
         """n reflection samples on ``cand``; accept iff the yes-fraction reaches the threshold."""
-        view = ctx.with_notes([f"The agent's reasoning: {cand.thought}"]) if cand.thought else ctx
+        reasoning = [f"The agent's reasoning: {cand.thought}"] if cand.thought else []
+        view = ctx.with_feedback(reasoning) if reasoning else ctx
         (verdict,) = self.reflector(
             [self.task], [view.situation()], [cand.action], seed=self.next_seed()
         )

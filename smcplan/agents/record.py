@@ -18,8 +18,9 @@ harness writes it into the step JSONL as is):
 ``plan``                    the planner's record of that run (``None`` otherwise), below
 ``llm_calls``               model calls made inside this ``act`` (sampling and scoring calls)
 ``llm_tokens``              prompt + generated + scored tokens of those calls
-``llm_usage``               the four counters separately (``calls``, ``prompt_tokens``,
-                            ``generated_tokens``, ``scored_tokens``)
+``llm_usage``               the counters separately (``calls``, ``prompt_tokens``,
+                            ``generated_tokens``, ``scored_tokens``, ``cached_tokens``: the
+                            part of ``prompt_tokens`` served by the prefix cache)
 ``llm_usage_between``       the same counters for model work since the previous step outside
                             ``act`` (``reset``, ``end_episode``: belief set-up, reflections)
 ``executed``                how the action was chosen: ``"proposal"`` (first accepted or only
@@ -73,7 +74,7 @@ from typing import Any
 
 __all__ = ["StepRecord", "UsageMeter", "SCHEMA_KEYS", "USAGE_KEYS", "jsonable", "clean_text"]
 
-USAGE_KEYS = ("calls", "prompt_tokens", "generated_tokens", "scored_tokens")
+USAGE_KEYS = ("calls", "prompt_tokens", "generated_tokens", "scored_tokens", "cached_tokens")
 
 SCHEMA_KEYS = (
     "agent",

@@ -251,11 +251,9 @@ class JavaProcess:
 
 def _drain(stream: Any) -> None:
     """Read the JVM's stdout to EOF so that it never blocks on a full pipe."""
-    try:
+    with contextlib.suppress(Exception):
         while stream.read(4096):
             pass
-    except Exception:
-        pass
 
 
 @atexit.register
@@ -442,10 +440,8 @@ class JvmBacked:
         self._sim = None
 
     def __del__(self) -> None:
-        try:
+        with contextlib.suppress(Exception):
             self.close()
-        except Exception:
-            pass
 
     @property
     def java_pid(self) -> int | None:

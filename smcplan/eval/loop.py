@@ -22,6 +22,10 @@ from smcplan.eval.episodes import EpisodeSpec
 from smcplan.eval.metrics import step_count
 from smcplan.eval.records import STEP_SCHEMA, JsonlWriter
 
+#: the usage counters that add up to a step's ``llm_tokens`` (``cached_tokens`` is a part of
+#: ``prompt_tokens``: the prompt tokens the prefix cache served)
+TOKEN_KEYS = ("prompt_tokens", "generated_tokens", "scored_tokens")
+
 __all__ = [
     "Callbacks",
     "EpisodeFailed",
@@ -163,7 +167,8 @@ def run_episode(
                 tokens = _number(step_count({"meta": meta}, "llm_tokens"))
             else:
                 calls = used.get("calls", 0)
-                tokens = sum(v for k, v in used.items() if k.endswith("_tokens"))
+                # prompt + generated + scored (cached_tokens is a part of prompt_tokens)
+                tokens = sum(used.get(k, 0) for k in TOKEN_KEYS)
             score = float(next_info.get("score", score) or 0.0)
             won = bool(next_info.get("won", False))
             truncated = bool(next_info.get("truncated", False))

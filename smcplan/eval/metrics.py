@@ -271,6 +271,8 @@ class EpisodeStats:
     llm_calls: float
     llm_tokens: float
     wall_s: float
+    llm_prompt_tokens: float = 0.0  # prompt tokens (from ``llm_usage``)
+    llm_cached_tokens: float = 0.0  # of which served by the model's prefix cache
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -278,8 +280,10 @@ class EpisodeStats:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> EpisodeStats:
         """From :meth:`to_dict`; summaries written before ``repeated_pair_steps`` existed held
-        that count under ``repetitive_steps`` and are read so (see :func:`upgrade_stats`)."""
-        return cls(**{f: upgrade_stats(data)[f] for f in cls.__dataclass_fields__})
+        that count under ``repetitive_steps`` and are read so (see :func:`upgrade_stats`);
+        fields added later (the cache counters) get their defaults."""
+        data = upgrade_stats(data)
+        return cls(**{f: data[f] for f in cls.__dataclass_fields__ if f in data})
 
 
 def episode_stats(
@@ -314,7 +318,15 @@ def episode_stats(
         llm_calls=sum(step_count(s, "llm_calls") for s in steps),
         llm_tokens=sum(step_count(s, "llm_tokens") for s in steps),
         wall_s=sum(float(s.get("agent_s", 0.0)) + float(s.get("env_s", 0.0)) for s in steps),
+        llm_prompt_tokens=sum(_usage(s, "prompt_tokens") for s in steps),
+        llm_cached_tokens=sum(_usage(s, "cached_tokens") for s in steps),
     )
+
+
+def _usage(step: Mapping[str, Any], key: str) -> float:
+    """One ``llm_usage`` counter of a step record (top-level field, else ``meta``), 0 if absent."""
+    usage = step.get("llm_usage") or (step.get("meta") or {}).get("llm_usage") or {}
+    return _count(usage.get(key)) if isinstance(usage, Mapping) else 0.0
 
 
 @dataclass
@@ -336,6 +348,7 @@ class RunMetrics:
     llm_calls_per_step: Estimate
     llm_tokens_per_step: Estimate
     wall_s_per_step: Estimate
+    cache_hit_rate: Estimate = field(default_factory=lambda: _NONE)  # cached / prompt tokens
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -397,6 +410,9 @@ def aggregate(
         llm_calls_per_step=_ratio([e.llm_calls for e in ok], pooled, seed, b),
         llm_tokens_per_step=_ratio([e.llm_tokens for e in ok], pooled, seed, b),
         wall_s_per_step=_ratio([e.wall_s for e in ok], pooled, seed, b),
+        cache_hit_rate=_ratio(
+            [e.llm_cached_tokens for e in ok], [e.llm_prompt_tokens for e in ok], seed, b
+        ),
     )
 
 

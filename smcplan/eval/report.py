@@ -163,6 +163,7 @@ DETAIL_COLUMNS: tuple[tuple[str, str, bool, int], ...] = (
     ("slow thinking/ep", "slow_thinking_per_episode", False, 2),
     ("LLM calls/step", "llm_calls_per_step", False, 2),
     ("tokens/step", "llm_tokens_per_step", False, 0),
+    ("cached %", "cache_hit_rate", True, 0),
     ("s/step", "wall_s_per_step", False, 3),
 )
 

@@ -15,6 +15,10 @@
 * :meth:`LanguageModel.logprob`: ``log p(y | x)`` of given continuations, reusing each distinct
   prompt's KV cache (:mod:`smcplan.llm.scoring`).
 
+Both start from the cross-call prefix cache (:mod:`smcplan.llm.prefix_cache`, on by default):
+a prompt whose first tokens were run by an earlier call reuses their key/value states and runs
+only the rest (:mod:`smcplan.llm.prefill`); ``usage.cached_tokens`` counts the reused tokens.
+
 Prompts are a string (one user message) or a list of ``{"role", "content"}`` messages; they are
 rendered with the tokenizer's chat template (with the generation prompt) whenever it has one, the
 same way for sampling and scoring; ``assistant_prefix`` text is appended after it (a partial
@@ -47,6 +51,9 @@ from smcplan.llm.inputs import (
     fit_prompt,
     window_of,
 )
+from smcplan.llm.nucleus import top_p_filter
+from smcplan.llm.prefill import prefill, remember_decoded, supports_prefix_cache
+from smcplan.llm.prefix_cache import DEFAULT_PREFIX_CACHE_BYTES, PrefixCache
 from smcplan.llm.samples import Sample, Usage, _Runtime
 from smcplan.llm.scoring import score_cached, score_naive
 from smcplan.llm.vocab import outlines_vocabulary
@@ -66,9 +73,20 @@ class LanguageModel:
     """
 
     def __init__(
-        self, model, tokenizer, name: str = "model", seed: int = 0, threads: int | None = None
+        self,
+        model,
+        tokenizer,
+        name: str = "model",
+        seed: int = 0,
+        threads: int | None = None,
+        prefix_cache: bool = True,
+        prefix_cache_bytes: int = DEFAULT_PREFIX_CACHE_BYTES,
     ) -> None:
         model.eval()
+        cache = PrefixCache(prefix_cache_bytes)  # validates the bound even when off
+        #: the cross-call prefix cache (:mod:`smcplan.llm.prefix_cache`), ``None`` when off or
+        #: when the model's cache layers drop positions (sliding-window attention)
+        self.prefix_cache = cache if prefix_cache and supports_prefix_cache(model) else None
         self.threads = threads
         self.model = model
         self.tokenizer = tokenizer
@@ -163,11 +181,7 @@ class LanguageModel:
     @contextlib.contextmanager
     def _threading(self) -> Iterator[None]:
         """Run with ``self.threads`` intra-op CPU threads (restored afterwards); ``None`` =
-        unchanged.
-
-        Tiny models are dominated by per-op thread synchronisation: on a loaded 2-core machine a
-        64x128 matmul took 3.6 ms with 2 threads and 0.07 ms with 1.
-        """
+        unchanged (tiny models: per-op thread synchronisation dominates; docs/llm.md)."""
         if self.threads is None:
             yield
             return
@@ -202,31 +216,14 @@ class LanguageModel:
         """
         with self._threading(), torch.inference_mode():
             return self._sample(
-                prompts,
-                output_type,
-                n,
-                temperature,
-                top_p,
-                max_new_tokens,
-                seed,
-                assistant_prefix,
-                truncation,
+                prompts, output_type, n, temperature, top_p, max_new_tokens, seed,
+                assistant_prefix, truncation,
             )
 
-    def _sample(
-        self,
-        prompts: Sequence[Prompt],
-        output_type: Any = None,
-        n: int = 1,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
-        max_new_tokens: int | None = None,
-        seed: int | None = None,
-        assistant_prefix: str | Sequence[str] = "",
-        truncation: str | None = None,
+    def _sample(  # the parameters of sample(), in order
+        self, prompts, output_type, n, temperature, top_p, max_new_tokens, seed,
+        assistant_prefix, truncation,
     ) -> list[list[Sample]]:
-        from transformers import DynamicCache
-
         prompts = check_prompts(prompts)
         n, temperature, top_p, max_new_tokens, seed = check_sampling(
             n, temperature, top_p, max_new_tokens, seed, len(prompts)
@@ -237,54 +234,40 @@ class LanguageModel:
             return []
         bound = spec.max_bytes + 1 if spec.max_bytes is not None else None
         limit = max_new_tokens if max_new_tokens is not None else (bound or _DEFAULT_TEXT_TOKENS)
-        prefixes = (
-            [assistant_prefix] * len(prompts)
-            if isinstance(assistant_prefix, str)
-            else list(assistant_prefix)
-        )
-        if len(prefixes) != len(prompts):
-            raise InvalidArgumentError(
-                f"got {len(prefixes)} assistant prefixes for {len(prompts)} prompts"
-            )
-        # Each prompt is prefilled once; its KV cache is then repeated for its n samples.
+        prefixes = _prefixes(assistant_prefix, len(prompts))
         window = window_of(self.model)
         # room after the prompt: one token (else refused), or the whole answer when truncating
         need = 1 if truncation is None or window is None else min(limit, window - 1)
-        unique = [
+        encoded = [
             fit_prompt(self.encode_prompt(p, a), need, window, truncation, i, self.name)
             for i, (p, a) in enumerate(zip(prompts, prefixes, strict=True))
         ]
         if window is not None:  # generation stops at the window (module doc of llm.inputs)
-            limit = min(limit, window - max(len(r) for r in unique))
+            limit = min(limit, window - max(len(r) for r in encoded))
+        # Each distinct prompt is prefilled once (from the prefix cache where it can); its KV
+        # cache is then copied to its rows: one per occurrence in ``prompts``, times n samples.
+        slot: dict[tuple[int, ...], int] = {}
+        for r in encoded:
+            slot.setdefault(tuple(r), len(slot))
+        unique = [list(r) for r in slot]
         device = self.device
-        width = max(len(r) for r in unique)
-        ids = torch.full((len(unique), width), self.pad_token_id, dtype=torch.long)
-        mask = torch.zeros((len(unique), width), dtype=torch.long)
-        for i, r in enumerate(unique):
-            ids[i, width - len(r) :] = torch.tensor(r)
-            mask[i, width - len(r) :] = 1
-        ids, mask = ids.to(device), mask.to(device)
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        pre = prefill(self.model, unique, self.pad_token_id, self.prefix_cache)
+        self.usage.cached_tokens += sum(len(r) for r in unique) - pre.run
         proc = self._processor(spec)
         gen = torch.Generator(device=device).manual_seed(self.derive_seed(seed))
         stop = torch.tensor(sorted(self.stop_token_ids), device=device)
-        cache = DynamicCache(config=self.model.config)
-        res = self.model(
-            input_ids=ids, attention_mask=mask, position_ids=positions, cache=cache, use_cache=True
-        )
-        cache, next_logits = res.cache, res.logits[:, -1, :]
-        if n > 1:
-            cache.batch_repeat_interleave(n)
-            next_logits = next_logits.repeat_interleave(n, dim=0)
-            ids, mask, positions = (t.repeat_interleave(n, dim=0) for t in (ids, mask, positions))
-        R = len(unique) * n
+        rows = torch.tensor([slot[tuple(r)] for r in encoded for _ in range(n)], device=device)
+        cache, next_logits = pre.cache, pre.last_logits.index_select(0, rows)
+        cache.batch_select_indices(rows)
+        ids, mask = pre.input_ids.index_select(0, rows), pre.mask.index_select(0, rows)
+        R = len(encoded) * n
         logq = torch.zeros(R, dtype=torch.float64, device=device)
         logp = torch.zeros(R, dtype=torch.float64, device=device)
         done = torch.zeros(R, dtype=torch.bool, device=device)
         count = torch.zeros(R, dtype=torch.long, device=device)
         history = ids
         out_tokens: list[torch.Tensor] = []
-        last_pos = positions[:, -1]
+        last_pos = pre.lengths.index_select(0, rows) - 1
         for _ in range(limit):
             logits = next_logits.float()
             raw = torch.log_softmax(logits, dim=-1)
@@ -292,7 +275,7 @@ class LanguageModel:
             if temperature > 0:
                 scores = scores / temperature
                 if top_p < 1.0:
-                    scores = _top_p_filter(scores, top_p)
+                    scores = top_p_filter(scores, top_p)
                 lq = torch.log_softmax(scores, dim=-1)
                 token = torch.multinomial(lq.exp(), 1, generator=gen).squeeze(1)
             else:
@@ -318,8 +301,13 @@ class LanguageModel:
                 use_cache=True,
             )
             cache, next_logits = res.cache, res.logits[:, -1, :]
+        if self.prefix_cache is not None:  # keep the states of the sampled answers too
+            fed = len(out_tokens) - int(bool(done.all()))  # tokens run through the model
+            toks = torch.stack(out_tokens[:fed], 1).tolist() if fed else [[]] * R
+            kept = [t[: min(int(c), fed)] for t, c in zip(toks, count.tolist(), strict=True)]
+            remember_decoded(self.prefix_cache, pre, cache, rows.tolist(), unique, kept)
         self.usage.calls += 1
-        self.usage.prompt_tokens += int(sum(len(r) for r in unique))  # prefilled once each
+        self.usage.prompt_tokens += int(sum(len(r) for r in unique))  # each distinct one once
         self.usage.generated_tokens += int(count.sum())
         gen_ids = (
             torch.stack(out_tokens, dim=1).cpu()
@@ -418,15 +406,7 @@ class LanguageModel:
             raise InvalidArgumentError(
                 f"got {len(prompts)} prompts but {len(continuations)} continuations"
             )
-        prefixes = (
-            [assistant_prefix] * len(prompts)
-            if isinstance(assistant_prefix, str)
-            else list(assistant_prefix)
-        )
-        if len(prefixes) != len(prompts):
-            raise InvalidArgumentError(
-                f"got {len(prefixes)} assistant prefixes for {len(prompts)} prompts"
-            )
+        prefixes = _prefixes(assistant_prefix, len(prompts))
         if not prompts:
             return np.zeros(0)
         cache: dict[tuple[str, str], list[int]] = {}
@@ -446,20 +426,21 @@ class LanguageModel:
         self.usage.prompt_tokens += sum(len(v) for v in cache.values())
         self.usage.scored_tokens += sum(len(c) for c in c_ids)
         with self._threading(), torch.inference_mode():
-            if reuse_cache:
-                return score_cached(self.model, p_ids, c_ids, self.pad_token_id, max_batch_tokens)
-            return score_naive(self.model, p_ids, c_ids, self.pad_token_id)
+            if not reuse_cache:
+                return score_naive(self.model, p_ids, c_ids, self.pad_token_id)
+            scores, cached = score_cached(
+                self.model, p_ids, c_ids, self.pad_token_id, max_batch_tokens, self.prefix_cache
+            )
+            self.usage.cached_tokens += cached
+            return scores
 
     def __repr__(self) -> str:
         return f"LanguageModel({self.name!r}, device={self.device}, dtype={self.model.dtype})"
 
 
-def _top_p_filter(scores: torch.Tensor, top_p: float) -> torch.Tensor:
-    """Keep the smallest set of tokens whose probability mass reaches ``top_p`` (Holtzman et al.
-    2020)."""
-    sorted_scores, order = torch.sort(scores, descending=True, dim=-1)
-    probs = torch.softmax(sorted_scores, dim=-1)
-    before = probs.cumsum(-1) - probs  # mass strictly before each token
-    drop_sorted = before >= top_p
-    drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
-    return scores.masked_fill(drop, float("-inf"))
+def _prefixes(assistant_prefix: str | Sequence[str], count: int) -> list[str]:
+    """One assistant prefix per prompt (a single string is shared by all)."""
+    out = [assistant_prefix] * count if isinstance(assistant_prefix, str) else [*assistant_prefix]
+    if len(out) != count:
+        raise InvalidArgumentError(f"got {len(out)} assistant prefixes for {count} prompts")
+    return out

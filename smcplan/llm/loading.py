@@ -43,6 +43,8 @@ def load_model(
     dtype: Any = None,
     seed: int = 0,
     threads: int | None = None,
+    prefix_cache: bool = True,
+    prefix_cache_bytes: int | None = None,
     **remote: Any,
 ):
     """Load a causal LM and its tokenizer as a :class:`~smcplan.llm.lm.LanguageModel`.
@@ -57,12 +59,16 @@ def load_model(
     model under ``SMALL_MODEL_PARAMS`` parameters on CPU and torch's setting otherwise: a small
     model's step is hundreds of tiny ops whose thread synchronisation dominates (SmolLM2 on a
     loaded 2-core machine: 16 tokens at batch 2 took 2.8 s with 1 thread, 26.5 s with 2).
+    ``prefix_cache``: keep the key/value states of prompts across calls and reuse the longest
+    stored prefix of each new prompt (:mod:`smcplan.llm.prefix_cache`; ``False`` turns it off);
+    ``prefix_cache_bytes`` bounds it (default 1 GiB, least recently used prefixes evicted).
 
     ``"openai:<base_url>#<model>"`` (e.g. ``"openai:http://127.0.0.1:8000/v1#smollm2-135m"``)
     connects to a serving engine instead (vLLM, SGLang, llama.cpp server) and returns a
     :class:`~smcplan.llm.remote.RemoteLanguageModel`; ``remote`` keywords (``engine``,
     ``tokenizer``, ``timeout``, ``retries``, ``api_key``) go to it. Quantisation, device and
-    dtype are then the server's business and must be left unset.
+    dtype are then the server's business and must be left unset (the engine keeps its own
+    prefix cache; ``prefix_cache``/``prefix_cache_bytes`` apply to local models only).
     """
     if isinstance(name_or_path, str) and name_or_path.startswith("openai:"):
         from smcplan.llm.remote import RemoteLanguageModel, parse_remote
@@ -85,6 +91,7 @@ def load_model(
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from smcplan.llm.lm import LanguageModel
+    from smcplan.llm.prefix_cache import DEFAULT_PREFIX_CACHE_BYTES
 
     if quantization not in QUANTIZATIONS:
         raise ValueError(f"unknown quantization {quantization!r}; valid: None, 'nf4', 'int8'")
@@ -131,4 +138,14 @@ def load_model(
         model = model.to(device)
     if threads is None and device == "cpu" and model.num_parameters() < SMALL_MODEL_PARAMS:
         threads = 1
-    return LanguageModel(model, tokenizer, name=resolved.name, seed=seed, threads=threads)
+    return LanguageModel(
+        model,
+        tokenizer,
+        name=resolved.name,
+        seed=seed,
+        threads=threads,
+        prefix_cache=prefix_cache,
+        prefix_cache_bytes=DEFAULT_PREFIX_CACHE_BYTES
+        if prefix_cache_bytes is None
+        else prefix_cache_bytes,
+    )

@@ -129,7 +129,8 @@ class RemoteLanguageModel:
         detected, served = detect_engine(self.http)
         if served and model not in served:
             raise RemoteSpecError(
-                f"the server at {base_url} serves {served}, not {model!r}; use one of those after '#'"
+                f"the server at {base_url} serves {served}, not {model!r}; "
+                "use one of those after '#'"
             )
         self.engine = engine or detected
         self.served_model = model

@@ -1,4 +1,4 @@
-"""What each serving engine is asked, per operation: exact continuation scoring and constrained sampling.
+"""What each serving engine is asked: exact continuation scoring and constrained sampling.
 
 Scoring ``log p(c | x) = Σ_j log p(c_j | x, c_<j)`` needs the engine to return the log-probs of
 *given* tokens; sampling needs its own structured-output feature. Per engine:
@@ -280,5 +280,6 @@ def structured_fields(engine: str, spec: Any, regex: str | None) -> dict[str, An
         return {"grammar": regex_to_gbnf(regex or "")}
     raise EngineLacksFeature(
         f"constrained output ({key[:60]}...) needs an engine with structured outputs (vLLM "
-        f"structured_outputs, SGLang regex/json_schema, llama.cpp grammar); {engine!r} has none known"
+        "structured_outputs, SGLang regex/json_schema, llama.cpp grammar); "
+        f"{engine!r} has none known"
     )

@@ -33,12 +33,18 @@ class Sample:
 
 @dataclass
 class Usage:
-    """Counters of what the model did (the evaluation records them per step)."""
+    """Counters of what the model did (the evaluation records them per step).
+
+    ``prompt_tokens`` counts the tokens of each distinct prompt of a call once;
+    ``cached_tokens`` is the part of them whose key/value states came from the prefix cache, so
+    ``prompt_tokens - cached_tokens`` tokens were actually run (prefilled).
+    """
 
     calls: int = 0
     prompt_tokens: int = 0
     generated_tokens: int = 0
     scored_tokens: int = 0
+    cached_tokens: int = 0  # of prompt_tokens, served from the prefix cache (not run again)
 
     def as_dict(self) -> dict[str, int]:
         return dict(self.__dict__)

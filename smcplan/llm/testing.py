@@ -120,12 +120,13 @@ def tiny_model_path(seed: int = 0) -> Path:
     return target
 
 
-def tiny_model(seed: int = 0, device: str = "cpu", threads: int | None = 1):
+def tiny_model(seed: int = 0, device: str = "cpu", threads: int | None = 1, **options):
     """The tiny random-weight Llama as a :class:`~smcplan.llm.lm.LanguageModel` (fast tests).
 
     It runs on one CPU thread by default: its matrices are so small that thread synchronisation
     costs more than it saves (50x slower with 2 threads on a loaded 2-core machine).
+    ``options`` go to :func:`~smcplan.llm.load_model` (e.g. ``prefix_cache=False``).
     """
     from smcplan.llm.loading import load_model
 
-    return load_model(tiny_model_path(seed), device=device, seed=seed, threads=threads)
+    return load_model(tiny_model_path(seed), device=device, seed=seed, threads=threads, **options)

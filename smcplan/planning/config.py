@@ -93,7 +93,7 @@ class PlannerConfig(NamedTuple):
 
     def validated(self) -> PlannerConfig:
         """``self`` after checking every field (errors name the value and the valid ones)."""
-        from smcplan.planning.tsmc import validate_config
+        from smcplan.planning.checks import validate_config
 
         validate_config(
             self.num_particles,

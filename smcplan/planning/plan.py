@@ -110,7 +110,8 @@ def entry_signature(fn: Callable[..., Any], name: str = "plan") -> str:
         if p.kind is p.KEYWORD_ONLY and not star:
             params.append("*")
             star = True
-        text = p.name if p.annotation is p.empty else f"{p.name}: {p.annotation}"
+        label = {p.VAR_POSITIONAL: "*", p.VAR_KEYWORD: "**"}.get(p.kind, "") + p.name
+        text = label if p.annotation is p.empty else f"{label}: {p.annotation}"
         if p.default is not p.empty:
             text += f" = {p.default!r}"
         params.append(text)

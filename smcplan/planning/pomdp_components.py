@@ -180,10 +180,7 @@ class SoftmaxProposal(eqx.Module):
     heuristic: Callable[[jax.Array, jax.Array], jax.Array] | None = eqx.field(static=True)
 
     def __init__(
-        self,
-        pomdp: DiscretePOMDP,
-        mask: Any = None,
-        beta: float = 1.0,
+        self, pomdp: DiscretePOMDP, mask: Any = None, beta: float = 1.0,
         heuristic: Callable | None = None,
     ) -> None:
         self.mask = jnp.asarray(np.ones(pomdp.num_actions, bool) if mask is None else mask, bool)
@@ -227,12 +224,8 @@ class FixedActions(eqx.Module):
 
 
 def _step_particles(
-    world: ExactWorldModel | ObservedWorldModel,
-    key: jax.Array,
-    particles: BeliefParticle,
-    actions: jax.Array,
-    observations: jax.Array | None,
-    t: int,
+    world: ExactWorldModel | ObservedWorldModel, key: jax.Array, particles: BeliefParticle,
+    actions: jax.Array, observations: jax.Array | None, t: int,
 ) -> tuple[BeliefParticle, jax.Array, jax.Array, jax.Array]:
     """Shared transition: s' ~ T, o ~ O (or given), exact belief update, reward, return, code."""
     transition, O = world.transition, world.O  # noqa: N806, E741
@@ -392,14 +385,8 @@ class ExactValueTwist(eqx.Module):
     KINDS = ("expectimax", "soft")
 
     def __init__(
-        self,
-        pomdp: DiscretePOMDP,
-        belief: Any,
-        horizon: int,
-        beta: float = 1.0,
-        kind: str = "expectimax",
-        mask: Any = None,
-        tol: float = 1e-6,
+        self, pomdp: DiscretePOMDP, belief: Any, horizon: int, beta: float = 1.0,
+        kind: str = "expectimax", mask: Any = None, tol: float = 1e-6,
     ) -> None:
         if kind not in self.KINDS:
             raise PlanningError(

@@ -33,12 +33,10 @@ Imports jax, numpy, numpyro and :mod:`smcplan.pomdp.model`; nothing from ``smcpl
 
 from __future__ import annotations
 
-import functools
-import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, ParamSpec
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -52,14 +50,12 @@ __all__ = [
     "POMDPProgram",
     "ProgramError",
     "compile_program",
-    "compiled",
     "enumerate_program",
     "states_to_indices",
     "OBS_SITE",
 ]
 
 State = dict[str, Any]
-P = ParamSpec("P")
 
 #: Name of the sample site that carries the observation in ``observe``.
 OBS_SITE = "obs"
@@ -450,19 +446,3 @@ def states_to_indices(pomdp: DiscretePOMDP, states: Mapping[str, Any]) -> np.nda
         i = int(np.flatnonzero(bad)[0])
         raise ValueError(f"{ {n: int(flat[n][i]) for n in names} } is not a state of {pomdp.name}")
     return order[pos].reshape(shape)
-
-
-def compiled(program_fn: Callable[P, POMDPProgram], doc: str) -> Callable[P, DiscretePOMDP]:
-    """``f(*args, **kwargs) = compile_program(program_fn(*args, **kwargs))``: a domain's array
-    form, with the program function's parameters (shown by ``help``) and the docstring ``doc``."""
-
-    @functools.wraps(program_fn)
-    def make(*args: P.args, **kwargs: P.kwargs) -> DiscretePOMDP:
-        return compile_program(program_fn(*args, **kwargs))
-
-    name = program_fn.__name__.removesuffix("_program")
-    make.__name__, make.__qualname__, make.__doc__ = name, name, doc
-    make.__signature__ = inspect.signature(program_fn).replace(  # type: ignore[attr-defined]
-        return_annotation="DiscretePOMDP"
-    )
-    return make

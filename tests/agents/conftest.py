@@ -99,10 +99,14 @@ def check_record(p: Played, *, agent: str, context: str) -> dict[str, Any]:
     missing = [k for k in SCHEMA_KEYS if k not in meta]
     assert not missing, f"meta lacks {missing}"
     assert meta["agent"] == agent and meta["context"] == context
-    # usage: equal to what a harness measures around act, tokens = sum of the token counters
+    # usage: equal to what a harness measures around act; tokens = prompt + generated + scored
+    # (cached_tokens is the part of prompt_tokens the prefix cache served)
     assert meta["llm_usage"] == p.measured
     assert meta["llm_calls"] == p.measured["calls"] > 0
-    assert meta["llm_tokens"] == sum(v for k, v in p.measured.items() if k.endswith("_tokens"))
+    assert meta["llm_tokens"] == sum(
+        p.measured[k] for k in ("prompt_tokens", "generated_tokens", "scored_tokens")
+    )
+    assert 0 <= p.measured["cached_tokens"] <= p.measured["prompt_tokens"]
     # proposals, rejections, votes
     props, rejected = meta["proposals"], meta["rejected_proposals"]
     assert props, "every LLM step records at least one proposal"

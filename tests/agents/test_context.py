@@ -92,6 +92,66 @@ def test_context_shapes_put_facts_in_the_situation_and_not_in_the_proposal_text(
     assert Context("t", "obs").for_proposal() == "obs"
 
 
+def test_stable_parts_come_first_and_feedback_last():
+    ctx = Context(
+        "find the coin", "You see a table.", [("coin", "in", "box")], history="> look\nnothing",
+        belief="the coin is near", notes=["Reflection on trial 1: open boxes"],
+    )
+    step = ctx.with_feedback(['"look" was rejected: useless'])
+    assert ctx.feedback == [] and step.notes == ctx.notes
+    sit = step.situation()
+    order = [sit.index(s) for s in ("Notes:", "Known facts:", "What happened so far:",
+                                    "What you believe:", "Current observation:", "Feedback:")]
+    assert order == sorted(order)
+    # the feedback of this step extends the step's prompt: everything before it is unchanged
+    assert step.for_proposal().startswith(ctx.for_proposal())
+    assert sit.startswith(ctx.situation())
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(0, 14), budget=st.integers(10, 60), block=st.integers(1, 4))
+def test_block_truncation_cuts_at_multiples_of_the_block_and_fits(n, budget, block):
+    h = History(max_observation_chars=1000, block=block)
+    h.reset("You are in the kitchen.")
+    for i in range(n):
+        h.add(f"act {i}", f"observation number {i} here")
+    text = h.render(budget, words)
+    assert words(text) <= budget
+    shown = [int(line.split()[-1]) for line in text.splitlines() if line.startswith("> ")]
+    assert shown == list(range(n - len(shown), n))
+    if shown and len(shown) < n:
+        assert shown[0] % block == 0
+
+
+def test_block_truncation_keeps_the_prefix_for_several_steps():
+    """With a full budget (five turns fit) and block 3 the first turn shown changes every third
+    step, and the history only grows at its end in between; with block 1 it shifts every step."""
+
+    def starts(block: int) -> list[str]:
+        h = History(max_observation_chars=1000, block=block)
+        h.reset("You are in the kitchen.")
+        out = []
+        for i in range(12):
+            h.add(f"act {i}", f"observation number {i} here")
+            out.append(h.render(40, words).split("\n> ")[1])  # the first turn shown
+        return out
+
+    def changes(seq: list[str]) -> int:
+        return sum(a != b for a, b in zip(seq, seq[1:]))
+
+    assert changes(starts(1)[6:]) == 5  # five turns fit: a new first turn every step
+    blocked = starts(3)[6:]
+    assert changes(blocked) == 2  # first turns 3, 3, 6, 6, 6, 9
+    assert [int(s.split("\n")[0].split()[-1]) for s in blocked] == [3, 3, 6, 6, 6, 9]
+
+
+def test_history_block_must_be_positive():
+    import pytest
+
+    with pytest.raises(ValueError, match="block"):
+        History(block=0)
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     budget=st.integers(5, 120),

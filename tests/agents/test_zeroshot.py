@@ -22,7 +22,9 @@ def check_zeroshot_record(p, t: int) -> dict:
     assert not [k for k in SCHEMA_KEYS if k not in meta]
     assert meta["agent"] == "zeroshot" and meta["executed"] == "proposal"
     assert meta["llm_usage"] == p.measured
-    assert meta["llm_tokens"] == sum(v for k, v in p.measured.items() if k.endswith("_tokens"))
+    assert meta["llm_tokens"] == sum(  # cached_tokens is a part of prompt_tokens
+        p.measured[k] for k in ("prompt_tokens", "generated_tokens", "scored_tokens")
+    )
     (prop,) = meta["proposals"]
     assert prop["action"] == p.step.action and prop["source"] == "plan"
     assert meta["plan_index"] == t and meta["mapping"] == prop["mapping"]

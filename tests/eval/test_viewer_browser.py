@@ -1,5 +1,6 @@
 """The viewer in a real browser (headless Debian Chromium): the DOM after the scripts ran, for a
-real NeSyFS run with one slow-thinking call (N = 4, H = 2), and a screenshot of it."""
+real NeSyFS run with one slow-thinking call (N = 4, H = 2; the record as NeSyFS wrote it), and a
+screenshot of it; real RLAW, RLVMR and random runs."""
 
 from __future__ import annotations
 
@@ -49,7 +50,9 @@ def _plan(records):
 
 
 def test_one_planner_call_draws_n_times_h_particle_nodes(run, dom):
-    _, plan = _plan(run[1])
+    _, plan = _plan(run[1])  # NeSyFS's own record of its slow-thinking call
+    assert {"world_model", "oracle", "twist", "degenerate", "tie_break", "trace"} <= set(plan)
+    assert plan["num_particles"] == N and plan["horizon"] == H
     nodes = dom.having("data-particle")
     assert len(nodes) == N * H == 8
     assert {(int(a["data-step"]), int(a["data-particle"])) for a in nodes} == {

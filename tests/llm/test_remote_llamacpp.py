@@ -34,9 +34,9 @@ OBSERVATIONS = [
     "You are in the backyard. You see a patio table and a barbecue. Exits: west, north.",
 ]
 ACTIONS = [
-    ["take coin", "go north", "go east", "look around", "open fridge", "inventory"],
+    ["take coin", "go north", "go east", "open fridge"],
     ["go south", "take coin", "look around", "eat apple"],
-    ["go west", "go north", "open barbecue", "take coin", "look around", "inventory"],
+    ["go west", "go north", "open barbecue", "take coin"],
 ]
 
 
@@ -81,9 +81,13 @@ def test_the_server_is_detected_as_llamacpp_and_serves_the_registry_name(remote)
 
 
 def test_remote_logprob_ranks_admissible_actions_like_the_local_model(remote, local):
+    # the prefix ends before the space: a llama.cpp server tokenizes prompt + continuation as
+    # one text when it falls back to echo, which then gives the same tokens as the client's
     prompts, conts = _rows()
-    r = remote.logprob(prompts, conts, add_eos=True, assistant_prefix="Action: ")
-    l_ = local.logprob(prompts, conts, add_eos=True, assistant_prefix="Action: ")
+    conts = [" " + c for c in conts]
+    r = remote.logprob(prompts, conts, add_eos=True, assistant_prefix="Action:")
+    l_ = local.logprob(prompts, conts, add_eos=True, assistant_prefix="Action:")
+    print("max |remote - local| =", float(np.max(np.abs(r - l_))), "over", len(r), "rows")
     assert np.all(np.isfinite(r)) and np.all(r < 0)
     assert np.max(np.abs(r - l_)) < SCORE_TOL, np.abs(r - l_)
     start = 0

@@ -56,8 +56,9 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 
+from smcplan.pomdp.domains.compiled import compiled
 from smcplan.pomdp.model import DiscretePOMDP
-from smcplan.pomdp.program import POMDPProgram, compiled
+from smcplan.pomdp.program import POMDPProgram
 
 __all__ = [
     "household",

@@ -1,0 +1,101 @@
+"""The table of docs/ablation.md from the run directories of scripts/ablation.sh.
+
+    python scripts/ablation_table.py [runs/ablation] [--json runs/ablation/table.json]
+
+Per cell (one run directory): n finished episodes (errors excluded and counted), SR with its
+Wilson 95% interval, AR (mean final score), repetition per step (RLVMR's repetitive action:
+same action and same observation as an earlier step), LLM calls per step, agent seconds per
+step, slow-thinking calls, and the share of those calls whose weights were degenerate (every
+particle with the same progress at every step), per twist.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from smcplan.eval.metrics import wilson_interval
+
+
+def cell(run: Path) -> dict:
+    config = json.loads((run / "config.json").read_text())
+    agent_config = config.get("config", {}).get("agent_config", {}) or {}
+    summaries = [json.loads(p.read_text()) for p in sorted((run / "episodes").glob("*.json"))]
+    ok = [s for s in summaries if s["status"] == "ok"]
+    n, k = len(ok), sum(bool(s["won"]) for s in ok)
+    steps = sum(s["stats"]["total_steps"] for s in ok) or 1
+    plans = degenerate = 0
+    agent_s = 0.0
+    for s in ok:
+        path = run / "episodes" / f"{s['episode']}.steps.jsonl"
+        for line in path.read_text().splitlines():
+            record = json.loads(line)
+            agent_s += float(record.get("agent_s", 0.0))
+            plan = (record.get("meta") or {}).get("plan")
+            if plan:
+                plans += 1
+                degenerate += bool(plan.get("degenerate"))
+    lo, hi = wilson_interval(k, n) if n else (None, None)
+    return {
+        "cell": run.name,
+        "env": ok[0]["env"] if ok else None,
+        "agent": config.get("identity", {}).get("agent"),
+        "oracle": bool(config.get("oracle_world_model")),
+        "twist": agent_config.get("progress", "lm")
+        if config["identity"]["agent"] == "nesyfs"
+        else None,
+        "n": n,
+        "errors": len(summaries) - n,
+        "won": k,
+        "sr": k / n if n else None,
+        "sr_lo": lo,
+        "sr_hi": hi,
+        "ar": sum(float(s["score"]) for s in ok) / n if n else None,
+        "rep_per_step": sum(s["stats"]["repetitive_steps"] for s in ok) / steps,
+        "llm_calls_per_step": sum(float(s["stats"]["llm_calls"]) for s in ok) / steps,
+        "s_per_step": agent_s / steps,
+        "plan_calls": plans,
+        "degenerate_rate": degenerate / plans if plans else None,
+    }
+
+
+def fmt(x: float | None, pct: bool = False, digits: int = 2) -> str:
+    if x is None:
+        return "–"
+    return f"{100 * x:.0f}" if pct else f"{x:.{digits}f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("root", nargs="?", default="runs/ablation")
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args()
+    rows = [cell(p) for p in sorted(Path(args.root).iterdir()) if (p / "config.json").exists()]
+    print(
+        "| cell | env | n (err) | SR % [Wilson 95%] | AR % | rep/step | LLM calls/step | s/step "
+        "| plan calls | degenerate % |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        sr = f"{fmt(r['sr'], True)} [{fmt(r['sr_lo'], True)}, {fmt(r['sr_hi'], True)}]"
+        name = r["cell"] + (" (oracle)" if r["oracle"] else "")
+        cols = [
+            name,
+            str(r["env"]),
+            f"{r['n']} ({r['errors']})",
+            sr,
+            fmt(r["ar"], True),
+            fmt(r["rep_per_step"]),
+            fmt(r["llm_calls_per_step"], digits=1),
+            fmt(r["s_per_step"], digits=1),
+            str(r["plan_calls"]),
+            fmt(r["degenerate_rate"], True),
+        ]
+        print("| " + " | ".join(cols) + " |")
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
