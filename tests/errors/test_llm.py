@@ -69,7 +69,7 @@ def test_generate(tiny, data, which):
         "temperature": bad_scalar.filter(
             lambda x: not (type(x) in (int, float) and 0 <= x < 1e300)
         ),
-        "max_new_tokens": bad_scalar.filter(lambda x: not (type(x) is int and 1 <= x <= 10**6)),
+        "max_new_tokens": bad_scalar.filter(lambda x: not (type(x) is int and x >= 1)),
     }
     args = {k: data.draw(bad[k] if k == which else good[k], label=k) for k in good}
     prompts = args.pop("prompts")
