@@ -229,9 +229,9 @@ class LanguageModel:
             n, temperature, top_p, max_new_tokens, seed, len(prompts)
         )
         truncation = check_truncation(truncation)
+        spec = output_spec(output_type)  # a bad output type is refused even without prompts
         if not prompts:
             return []
-        spec = output_spec(output_type)
         bound = spec.max_bytes + 1 if spec.max_bytes is not None else None
         limit = max_new_tokens if max_new_tokens is not None else (bound or _DEFAULT_TEXT_TOKENS)
         prefixes = _prefixes(assistant_prefix, len(prompts))

@@ -150,6 +150,7 @@ def test_a_bad_option_value_is_a_usage_error_not_an_error_episode(tmp_path, caps
             str(out),
             "--agent-arg",
             "seed=1.5",
+            "--no-progress",
         ]
     )
     err = capsys.readouterr().err

@@ -10,10 +10,11 @@ from smcplan.eval import EvalConfig, run_eval
 
 @pytest.mark.parametrize("bad", ["0", "-3", "two"])
 def test_workers_must_be_a_positive_integer_usage_error(bad, capsys, tmp_path):
-    code = main(["eval", "--env", "toy:tiger", "--agent", "random", "--workers", bad,
-                 "--out", str(tmp_path / "run")])  # fmt: skip
-    assert code == 2
-    assert "--workers: must be a positive integer" in capsys.readouterr().err
+    rc = main(["eval", "--env", "toy:tiger", "--agent", "random", "--workers", bad,
+               "--out", str(tmp_path / "run")])  # fmt: skip
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1  # main returns the usage error's status, one line
+    assert "--workers: must be a positive integer" in err
     assert not (tmp_path / "run").exists()
 
 
