@@ -125,8 +125,11 @@ def make(name: str, **kwargs: Any) -> TextEnv:
     ``make("alfworld:pick_and_place")``, ``make("webshop")``, ``make("toy:household")``.
     Unknown names raise :class:`~smcplan.errors.UnknownNameError` (a ``ValueError``) listing the
     known ones, unknown keyword arguments one listing :func:`env_options`; a missing benchmark
-    package raises ``MissingBenchmark``.
+    package raises ``MissingBenchmark``.  Private keywords (``_share``: an adapter's JVM shared
+    by the library's own clones and tests) are not public options and go to the adapter as
+    they are.
     """
     factory, args = _adapter(name)
-    check_options(f"env {name!r}", kwargs, env_options(name))
+    public = {k: v for k, v in kwargs.items() if not k.startswith("_")}
+    check_options(f"env {name!r}", public, env_options(name))
     return factory(*args, **kwargs)
