@@ -8,6 +8,7 @@ llama-cpp-python is not installed (``pip install 'smcplan[scale]'``; ``make test
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -145,6 +146,15 @@ def test_remote_roles_keep_their_guarantees(remote):
     assert len(verdicts) == 1
 
 
+@pytest.mark.skipif(
+    not os.environ.get("SMCPLAN_REMOTE_AGENT_TEST"),
+    reason=(
+        "a ReAct step through the llama.cpp server scores every admissible action by forced "
+        "decoding (and the slow echo path when end-of-turn is not the top token): in the CI dry "
+        "run it had not finished 3 steps after 8 min on one thread, so it runs only with "
+        "SMCPLAN_REMOTE_AGENT_TEST=1 (docs/scale.md)"
+    ),
+)
 def test_react_runs_three_steps_on_twx_coin_through_the_server(remote):
     from smcplan.agents import make
     from smcplan.envs import make as make_env
