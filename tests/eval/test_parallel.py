@@ -219,6 +219,6 @@ def test_ctrl_c_stops_a_parallel_sweep_with_no_ray_or_jvm_process_left(tmp_path)
             os.killpg(proc.pid, signal.SIGKILL)
     stderr = proc.stderr.read().decode()
     assert code == 130, stderr[-2000:]
-    assert "interrupted" in stderr
+    assert "stopped by SIGINT" in stderr and "resume" in stderr
     assert 2 <= len(paths.summaries()) < 200
     assert _left_behind(before) == {}
