@@ -99,8 +99,9 @@ class NeSyFSAgent(LLMAgent):
         K: reflection rejections before slow thinking (3).
     loop_guard
         Off by default (the paper has no such rule).  When on, a fast proposal that repeats an
-        earlier executed step (the same action at the same observation text, RLVMR's repetitive
-        action) is rejected as a loop without asking reflection, and slow thinking runs at once
+        executed step (the same action in the same place, as the graph reads the agent's place;
+        the same observation text where it reads none) is rejected as a loop without asking
+        reflection, and slow thinking runs at once
         (``rec.extra["slow_thinking_reason"] = "loop"``; ``"rejections"`` after K rejections).
     exclude_rejected
         Re-proposals within a step choose among the admissible actions not yet rejected (all of
@@ -164,7 +165,7 @@ class NeSyFSAgent(LLMAgent):
         self.max_rejections = int(max_rejections)
         self.exclude_rejected = bool(exclude_rejected)
         self.loop_guard = bool(loop_guard)
-        self._pairs: set[tuple[str, str]] = set()
+        self._pairs: set[tuple[str, str]] = set()  # (place or observation, action) executed
         if self.use_reflection and reflector is None:
             from smcplan.llm import Reflection
 
@@ -262,12 +263,12 @@ class NeSyFSAgent(LLMAgent):
 
         if self.loop_guard and self.use_slow_thinking:
             first = fast([])
-            if (observation, first.action) in self._pairs:
-                # the fast module would repeat an earlier step at the same observation: a loop
+            if (self._where(observation), first.action) in self._pairs:
+                # the fast module would repeat a step already taken in this place: a loop
                 rec.proposed(first.action, first.thought, first.logq, first.logp, first.source)
                 rec.rejected_proposal(
                     first.action, first.thought, "loop",
-                    "repeats an earlier step at the same observation", score=0.0,
+                    "repeats a step already taken in this place", score=0.0,
                 )
                 rec.extra["slow_thinking_reason"] = "loop"
                 return self._remember(observation, self.think_slowly(ctx, admissible, rec))
@@ -292,9 +293,14 @@ class NeSyFSAgent(LLMAgent):
         rec.executed = "fallback"
         return self._remember(observation, Decision(best.action, best.thought))
 
+    def _where(self, observation: str) -> str:
+        """The loop guard's notion of "here": the agent's place as the graph reads it (rooms,
+        receptacles), else the observation text."""
+        return f"place:{self._seen.place}" if self._seen.place else observation
+
     def _remember(self, observation: str, decision: Decision) -> Decision:
-        """Note the executed (observation, action) pair (the loop guard's memory)."""
-        self._pairs.add((observation, decision.action))
+        """Note the executed (place, action) pair (the loop guard's memory)."""
+        self._pairs.add((self._where(observation), decision.action))
         return decision
 
     def reflect(self, ctx: Context, cand: Candidate, rec: StepRecord) -> Judgement:
@@ -331,8 +337,10 @@ class NeSyFSAgent(LLMAgent):
         world = (
             "oracle world model" if summary["oracle"] else f"{summary['world_model']} world model"
         )
+        why = {"loop": " after a loop", "rejections": f" after {self.max_rejections} rejections"}
         thought = (
-            f"slow thinking ({world}, twist {summary['twist']}): {result.num_particles} particles, "
+            f"slow thinking{why.get(rec.extra.get('slow_thinking_reason'), '')} ({world}, "
+            f"twist {summary['twist']}): {result.num_particles} particles, "
             f"{result.horizon} steps ahead; first actions {first_action_line(summary)}; "
             f"chose '{action}', decided by {summary['decided_by']}"
         )

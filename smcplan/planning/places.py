@@ -40,8 +40,8 @@ except when the stage advances (the target changes; the stage term counts it):
 (a step toward the target or the frontier earns 1/2, away loses 1/2; taking the object or
 putting it earns 1; entering an unexplored place while the target is unknown earns 1; reading a
 map or exploring that connects the target earns 1; a *wasted* step, one that moves nowhere and
-adds no link, exit, sighting or opening — a failed move, "look", "inventory", closing a door —
-loses 1/4, so that of two paths reaching the same place the shorter one wins).  Steps after
+adds no link, exit, sighting or opening and moves no goal object — a failed move, "look",
+"inventory", closing a door, carrying a thing the task does not name — loses 1/4, so that of two paths reaching the same place the shorter one wins).  Steps after
 the particle's episode ended score 0; :math:`\log\psi_t = \sum_{s\le t}\delta_s`.  LLM-free and exact given the observations.
 
 Imports ``smcplan.memory`` (rule extraction) and the planner's component types only.
@@ -344,19 +344,22 @@ def step_progress(before: PlaceMap, after: PlaceMap, goal: TaskGoal | None) -> f
         delta += 1.0
     if connected and not was_connected and stage(after, goal) == stage(before, goal):
         delta += 1.0
-    if wasted(before, after):
+    if wasted(before, after, goal):
         delta -= 0.25
     return delta
 
 
-def wasted(before: PlaceMap, after: PlaceMap) -> bool:
-    """A step that moved nowhere and taught nothing: same place, no new link, exit, sighting,
-    opened door or opened receptacle (a failed move, "look", "inventory", closing a door)."""
+def wasted(before: PlaceMap, after: PlaceMap, goal: TaskGoal | None = None) -> bool:
+    """A step that moved nowhere and taught nothing: same place, no new link, exit, sighting
+    (a thing not seen before), opened door or opened receptacle, and no goal object moved (a
+    failed move, "look", "inventory", closing a door, carrying a thing the task does not name)."""
+    moved = {e for e, w in after.where.items() if before.where.get(e, w) != w}
     return (
         after.place == before.place
         and after.links <= before.links
         and after.exits.items() <= before.exits.items()
-        and after.where.items() <= before.where.items()
+        and after.where.keys() <= before.where.keys()
+        and not (goal is not None and any(kind_of(e) == goal.obj for e in moved))
         and after.opened <= before.opened
         and not any(
             s == "open" and before.doors.get(k) != "open" for k, s in after.doors.items()

@@ -188,3 +188,19 @@ def test_task_is_a_progress_name_and_sums_with_the_others():
     assert twist.__name__ == "env+task"
     with pytest.raises(PlanningError, match="valid: lm, env, rlvmr, novelty, task"):
         parse_progress("goal")
+
+
+def test_carrying_a_thing_the_task_does_not_name_is_wasted_and_the_goal_object_is_not():
+    goal = parse_goal(MAP_TASK)
+    m = read_step(PlaceMap(), None, VAULT, "twx", triplets=[("agent", "in", "vault"),
+                                                            ("shoes", "in", "vault"),
+                                                            ("coin", "in", "vault")])
+    shoes = read_step(m, "take shoes", "You take the shoes.", "twx")
+    assert shoes.where["shoes"] == "inventory" and wasted(m, shoes, goal)
+    assert step_progress(m, shoes, goal) == -0.25
+    coin = read_step(m, "take coin", "You take the coin.", "twx")
+    assert not wasted(m, coin, goal) and step_progress(m, coin, goal) == 1.0
+    # a thing seen for the first time is not wasted
+    seen = read_step(m, "look around", "You are in the vault.", "twx",
+                     triplets=[("agent", "in", "vault"), ("pen", "in", "vault")])
+    assert not wasted(m, seen, goal)
