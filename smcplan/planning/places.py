@@ -33,16 +33,19 @@ and after it (:math:`M' = M_{t-1}`: opening a door turns a cost-2 door into a co
 except when the stage advances (the target changes; the stage term counts it):
 
 .. math:: \delta_t = \tfrac12\big(D_{M',s_t}(\ell_{t-1}) - D_{M_t,s_t}(\ell_t)\big)
-   + [s_t > s_{t-1}] + [\ell_t \in F(M_{t-1}),\ \text{searching}]
+   + [s_t > s_{t-1}] + [\text{explored}_t,\ \text{searching}]
    + [\text{target connected in } M_t \text{ and not in } M_{t-1}]
    - \tfrac14[\text{wasted}_t]
 
 (a step toward the target or the frontier earns 1/2, away loses 1/2; taking the object or
-putting it earns 1; entering an unexplored place while the target is unknown earns 1; reading a
+putting it earns 1; *exploring* while the target is unknown earns 1 — entering an unvisited
+place, or in ALFWorld opening the closed receptacle the agent stands at; reading a
 map or exploring that connects the target earns 1; a *wasted* step, one that moves nowhere and
 adds no link, exit, sighting or opening and moves no goal object — a failed move, "look",
-"inventory", closing a door, carrying a thing the task does not name — loses 1/4, so that of two paths reaching the same place the shorter one wins).  Steps after
-the particle's episode ended score 0; :math:`\log\psi_t = \sum_{s\le t}\delta_s`.  LLM-free and exact given the observations.
+"inventory", closing a door, carrying a thing the task does not name — loses 1/4, so that of
+two paths reaching the same place the shorter one wins).  Steps after the particle's episode
+ended score 0; :math:`\log\psi_t = \sum_{s\le t}\delta_s`.  LLM-free and exact given the
+observations.
 
 Imports ``smcplan.memory`` (rule extraction) and the planner's component types only.
 """
@@ -70,6 +73,8 @@ __all__ = [
     "frontier_distance",
     "cost_to_go",
     "stage",
+    "explored",
+    "wasted",
     "TaskProgress",
 ]
 
@@ -339,14 +344,28 @@ def step_progress(before: PlaceMap, after: PlaceMap, goal: TaskGoal | None) -> f
         delta += 0.5 * (cost_prev - cost_now)
     if advanced:
         delta += 1.0
-    frontier_places = {p for p, c in frontier(before) if c == 0.0}
-    if not was_connected and after.place in frontier_places and after.place != before.place:
+    if not was_connected and explored(before, after):
         delta += 1.0
     if connected and not was_connected and stage(after, goal) == stage(before, goal):
         delta += 1.0
     if wasted(before, after, goal):
         delta -= 0.25
     return delta
+
+
+def explored(before: PlaceMap, after: PlaceMap) -> bool:
+    """The step reached a frontier element: entered an unvisited place or, in a ``complete`` map
+    (ALFWorld), opened the closed receptacle it stands at (its contents are what exploring
+    it means there; in TextWorldExpress opening a door is only a step toward the room)."""
+    entered = {p for p, c in frontier(before) if c == 0.0}
+    if after.place != before.place and after.place in entered:
+        return True
+    return bool(
+        after.complete
+        and after.place == before.place
+        and (after.place, 1.0) in frontier(before)
+        and (after.place, 1.0) not in frontier(after)
+    )
 
 
 def wasted(before: PlaceMap, after: PlaceMap, goal: TaskGoal | None = None) -> bool:

@@ -18,6 +18,7 @@ from smcplan.planning.places import (
     TaskProgress,
     cost_to_go,
     distances,
+    explored,
     frontier,
     frontier_distance,
     parse_goal,
@@ -151,8 +152,15 @@ def test_alfworld_receptacles_are_one_step_apart_and_closed_ones_are_frontier():
         "alfworld",
     )
     assert cost_to_go(opened, goal, "cabinet 1") == (0.0, True)
-    # 1/2 (1 - 0) + 1 (the kettle's place is now known)
-    assert step_progress(at, opened, goal) == pytest.approx(1.5)
+    # 1/2 (1 - 0) + 1 (explored: opened the closed receptacle) + 1 (the kettle's place is known)
+    assert explored(at, opened)
+    assert step_progress(at, opened, goal) == pytest.approx(2.5)
+    empty = read_step(
+        at, "open cabinet 1", "You open the cabinet 1. The cabinet 1 is open. In it, you see nothing.",
+        "alfworld",
+    )
+    # still searching: 1/2 (1 - 1) (the next unvisited receptacle is one step away) + 1
+    assert step_progress(at, empty, goal) == pytest.approx(1.0)
     took = read_step(
         opened, "take kettle 1 from cabinet 1", "You pick up the kettle 1 from the cabinet 1.", "alfworld"
     )
