@@ -58,11 +58,15 @@ def main() -> None:
         for steps in (25, 50):
             wins, verbs = play(params, steps, args.episodes, args.seed)
             mix = mix or verbs
-            print(f"| {params or 'TWX defaults'} | {steps} | {wins}/{args.episodes} "
-                  f"| {100 * wins / args.episodes:.0f} |")
+            print(
+                f"| {params or 'TWX defaults'} | {steps} | {wins}/{args.episodes} "
+                f"| {100 * wins / args.episodes:.0f} |"
+            )
     total = sum(mix.values())
-    print("action mix (defaults, 25 steps):",
-          ", ".join(f"{v} {100 * n / total:.0f}%" for v, n in mix.most_common()))
+    print(
+        "action mix (defaults, 25 steps):",
+        ", ".join(f"{v} {100 * n / total:.0f}%" for v, n in mix.most_common()),
+    )
 
 
 if __name__ == "__main__":

@@ -119,7 +119,10 @@ class PlaceMap:
 
 
 def read_step(
-    m: PlaceMap, action: str | None, observation: str, env_kind: str = "auto",
+    m: PlaceMap,
+    action: str | None,
+    observation: str,
+    env_kind: str = "auto",
     triplets: Iterable[Any] | None = None,
 ) -> PlaceMap:
     """The map after ``observation`` (the result of ``action``, read with the rule extractor
@@ -161,9 +164,7 @@ def read_step(
         links.add(frozenset((before, place)))
     visited = m.visited | ({place} if place is not None else set())
     opened = m.opened | {e for e, state in states.items() if state == "open"}
-    return PlaceMap(
-        place, visited, frozenset(links), exits, doors, where, states, complete, opened
-    )
+    return PlaceMap(place, visited, frozenset(links), exits, doors, where, states, complete, opened)
 
 
 def _door_closed(m: PlaceMap, a: str, b: str) -> bool:
@@ -206,9 +207,7 @@ def frontier(m: PlaceMap) -> list[tuple[str, float]]:
             out.append((p, 2.0))
     if m.complete:
         out += [
-            (p, 1.0)
-            for p in sorted(m.visited)
-            if m.states.get(p) == "closed" and p not in m.opened
+            (p, 1.0) for p in sorted(m.visited) if m.states.get(p) == "closed" and p not in m.opened
         ]
     return out
 
@@ -232,13 +231,19 @@ class TaskGoal(NamedTuple):
 
 _GOALS = (
     # TWX mapreader
-    re.compile(r"take the (?P<obj>[a-z ]+?) that is located in the (?P<op>[a-z ]+?), and put it "
-               r"into the (?P<rec>[a-z ]+?) found in the (?P<rp>[a-z ]+?)\."),
+    re.compile(
+        r"take the (?P<obj>[a-z ]+?) that is located in the (?P<op>[a-z ]+?), and put it "
+        r"into the (?P<rec>[a-z ]+?) found in the (?P<rp>[a-z ]+?)\."
+    ),
     # ALFWorld pick (and clean/heat/cool) and place
-    re.compile(r"put (?:a|an|some|two) (?:clean |hot |cool )?(?P<obj>[a-z ]+?) (?:in|on|in/on) "
-               r"(?P<rec>[a-z ]+?)\.?$"),
-    re.compile(r"(?:clean|heat|cool) (?:a|an|some) (?P<obj>[a-z ]+?) and put it (?:in|on|in/on) "
-               r"(?P<rec>[a-z ]+?)\.?$"),
+    re.compile(
+        r"put (?:a|an|some|two) (?:clean |hot |cool )?(?P<obj>[a-z ]+?) (?:in|on|in/on) "
+        r"(?P<rec>[a-z ]+?)\.?$"
+    ),
+    re.compile(
+        r"(?:clean|heat|cool) (?:a|an|some) (?P<obj>[a-z ]+?) and put it (?:in|on|in/on) "
+        r"(?P<rec>[a-z ]+?)\.?$"
+    ),
     # TWX coin
     re.compile(r"find the (?P<obj>[a-z ]+?)\.\s+once you find the [a-z ]+?, take it"),
 )
@@ -291,8 +296,10 @@ def cost_to_go(m: PlaceMap, goal: TaskGoal | None, place: str | None) -> tuple[f
     neither the target nor a frontier is reachable."""
     s = stage(m, goal)
     if goal is not None and s < 2:
-        targets = _located(m, goal.obj, goal.obj_place) if s == 0 else (
-            _located(m, goal.receptacle, goal.receptacle_place) if goal.receptacle else set()
+        targets = (
+            _located(m, goal.obj, goal.obj_place)
+            if s == 0
+            else (_located(m, goal.receptacle, goal.receptacle_place) if goal.receptacle else set())
         )
         dist = distances(m, place)
         known = [dist[t] for t in targets if t in dist]
@@ -336,8 +343,10 @@ def step_progress(before: PlaceMap, after: PlaceMap, goal: TaskGoal | None) -> f
     cost_then, was_connected = cost_to_go(before, goal, before.place)
     advanced = stage(after, goal) > stage(before, goal)
     # moving: both costs on the new map; staying: what the step taught about the same place
-    cost_prev = cost_to_go(after, goal, before.place)[0] if after.place != before.place else (
-        None if advanced else cost_then
+    cost_prev = (
+        cost_to_go(after, goal, before.place)[0]
+        if after.place != before.place
+        else (None if advanced else cost_then)
     )
     delta = 0.0
     if cost_now is not None and cost_prev is not None:
@@ -380,9 +389,7 @@ def wasted(before: PlaceMap, after: PlaceMap, goal: TaskGoal | None = None) -> b
         and after.where.keys() <= before.where.keys()
         and not (goal is not None and any(kind_of(e) == goal.obj for e in moved))
         and after.opened <= before.opened
-        and not any(
-            s == "open" and before.doors.get(k) != "open" for k, s in after.doors.items()
-        )
+        and not any(s == "open" and before.doors.get(k) != "open" for k, s in after.doors.items())
     )
 
 

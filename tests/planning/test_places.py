@@ -29,7 +29,9 @@ from smcplan.planning.places import (
 )
 from smcplan.planning.progress import Seen, make_progress
 
-COIN_TASK = "Your task is to search the environment and find the coin.  Once you find the coin, take it."
+COIN_TASK = (
+    "Your task is to search the environment and find the coin.  Once you find the coin, take it."
+)
 MAP_TASK = (
     "Your task is to take the coin that is located in the washroom, and put it into the box "
     "found in the vault. A map is provided, that you may find helpful."
@@ -87,7 +89,9 @@ def test_a_door_last_seen_closed_costs_one_more_step():
     m = read_step(m, "open door to north", "You open the patio door, revealing the backyard. ")
     assert distances(m, "kitchen")["backyard"] == 1.0
     shut = read_step(
-        m, "close door to north", "You are in the kitchen. \nTo the North you see a closed patio door. "
+        m,
+        "close door to north",
+        "You are in the kitchen. \nTo the North you see a closed patio door. ",
     )
     assert distances(shut, "kitchen")["backyard"] == 2.0
 
@@ -130,7 +134,9 @@ def test_reading_the_map_connects_the_task_named_places():
     held = read_step(held, "move north", "You are in the hall. \nTo the North you see the vault. ")
     assert stage(held, goal) == 1 and cost_to_go(held, goal, "hall") == (1.0, True)
     put = read_step(
-        read_step(held, "move north", VAULT, "twx"), "put coin in box", "You put the coin in the box."
+        read_step(held, "move north", VAULT, "twx"),
+        "put coin in box",
+        "You put the coin in the box.",
     )
     assert stage(put, goal) == 2
 
@@ -143,7 +149,9 @@ def test_alfworld_receptacles_are_one_step_apart_and_closed_ones_are_frontier():
     )
     m = read_step(PlaceMap(), None, start, "alfworld")
     assert m.complete and m.places == {"cabinet 1", "countertop 1", "fridge 1"}
-    at = read_step(m, "go to cabinet 1", "You arrive at cabinet 1. The cabinet 1 is closed.", "alfworld")
+    at = read_step(
+        m, "go to cabinet 1", "You arrive at cabinet 1. The cabinet 1 is closed.", "alfworld"
+    )
     assert ("cabinet 1", 1.0) in frontier(at)
     opened = read_step(
         at,
@@ -156,17 +164,25 @@ def test_alfworld_receptacles_are_one_step_apart_and_closed_ones_are_frontier():
     assert explored(at, opened)
     assert step_progress(at, opened, goal) == pytest.approx(2.5)
     empty = read_step(
-        at, "open cabinet 1", "You open the cabinet 1. The cabinet 1 is open. In it, you see nothing.",
+        at,
+        "open cabinet 1",
+        "You open the cabinet 1. The cabinet 1 is open. In it, you see nothing.",
         "alfworld",
     )
     # still searching: 1/2 (1 - 1) (the next unvisited receptacle is one step away) + 1
     assert step_progress(at, empty, goal) == pytest.approx(1.0)
     took = read_step(
-        opened, "take kettle 1 from cabinet 1", "You pick up the kettle 1 from the cabinet 1.", "alfworld"
+        opened,
+        "take kettle 1 from cabinet 1",
+        "You pick up the kettle 1 from the cabinet 1.",
+        "alfworld",
     )
     assert stage(took, goal) == 1 and cost_to_go(took, goal, "cabinet 1") == (1.0, True)
     placed = read_step(
-        took, "move kettle 1 to countertop 1", "You move the kettle 1 to the countertop 1.", "alfworld"
+        took,
+        "move kettle 1 to countertop 1",
+        "You move the kettle 1 to the countertop 1.",
+        "alfworld",
     )
     assert stage(placed, goal) == 2
 
@@ -200,15 +216,24 @@ def test_task_is_a_progress_name_and_sums_with_the_others():
 
 def test_carrying_a_thing_the_task_does_not_name_is_wasted_and_the_goal_object_is_not():
     goal = parse_goal(MAP_TASK)
-    m = read_step(PlaceMap(), None, VAULT, "twx", triplets=[("agent", "in", "vault"),
-                                                            ("shoes", "in", "vault"),
-                                                            ("coin", "in", "vault")])
+    m = read_step(
+        PlaceMap(),
+        None,
+        VAULT,
+        "twx",
+        triplets=[("agent", "in", "vault"), ("shoes", "in", "vault"), ("coin", "in", "vault")],
+    )
     shoes = read_step(m, "take shoes", "You take the shoes.", "twx")
     assert shoes.where["shoes"] == "inventory" and wasted(m, shoes, goal)
     assert step_progress(m, shoes, goal) == -0.25
     coin = read_step(m, "take coin", "You take the coin.", "twx")
     assert not wasted(m, coin, goal) and step_progress(m, coin, goal) == 1.0
     # a thing seen for the first time is not wasted
-    seen = read_step(m, "look around", "You are in the vault.", "twx",
-                     triplets=[("agent", "in", "vault"), ("pen", "in", "vault")])
+    seen = read_step(
+        m,
+        "look around",
+        "You are in the vault.",
+        "twx",
+        triplets=[("agent", "in", "vault"), ("pen", "in", "vault")],
+    )
     assert not wasted(m, seen, goal)
