@@ -35,7 +35,7 @@ except when the stage advances (the target changes; the stage term counts it):
 .. math:: \delta_t = \tfrac12\big(D_{M',s_t}(\ell_{t-1}) - D_{M_t,s_t}(\ell_t)\big)
    + [s_t > s_{t-1}] + [\text{explored}_t,\ \text{searching}]
    + [\text{target connected in } M_t \text{ and not in } M_{t-1}]
-   - \tfrac14[\text{wasted}_t]
+   - \tfrac14[\text{wasted}_t] - \tfrac12[\text{took a thing the task does not name}]
 
 (a step toward the target or the frontier earns 1/2, away loses 1/2; taking the object or
 putting it earns 1; *exploring* while the target is unknown earns 1 — entering an unvisited
@@ -43,9 +43,10 @@ place, or in ALFWorld opening the closed receptacle the agent stands at; reading
 map or exploring that connects the target earns 1; a *wasted* step, one that moves nowhere and
 adds no link, exit, sighting or opening and moves no goal object — a failed move, "look",
 "inventory", closing a door, carrying a thing the task does not name — loses 1/4, so that of
-two paths reaching the same place the shorter one wins).  Steps after the particle's episode
-ended score 0; :math:`\log\psi_t = \sum_{s\le t}\delta_s`.  LLM-free and exact given the
-observations.
+two paths reaching the same place the shorter one wins; taking a thing the task does not name
+loses 1/2 more: ALFWorld's agent holds one thing, so it blocks the goal object).  Steps after
+the particle's episode ended score 0; :math:`\log\psi_t = \sum_{s\le t}\delta_s`.  LLM-free
+and exact given the observations.
 
 Imports ``smcplan.memory`` (rule extraction) and the planner's component types only.
 """
@@ -359,16 +360,20 @@ def step_progress(before: PlaceMap, after: PlaceMap, goal: TaskGoal | None) -> f
         delta += 1.0
     if wasted(before, after, goal):
         delta -= 0.25
+    if goal is not None and any(kind_of(e) != goal.obj for e in after.held() - before.held()):
+        delta -= 0.5  # a detour: the hands (ALFWorld holds one thing) are now full
     return delta
 
 
 def explored(before: PlaceMap, after: PlaceMap) -> bool:
-    """The step reached a frontier element: entered an unvisited place or, in a ``complete`` map
-    (ALFWorld), opened the closed receptacle it stands at (its contents are what exploring
-    it means there; in TextWorldExpress opening a door is only a step toward the room)."""
+    """The step reached a frontier element: entered an unvisited place (in a ``complete`` map,
+    ALFWorld, one not found closed) or, in a ``complete`` map, opened the closed receptacle it
+    stands at (its contents are what exploring it means there; in TextWorldExpress opening a
+    door is only a step toward the room)."""
     entered = {p for p, c in frontier(before) if c == 0.0}
     if after.place != before.place and after.place in entered:
-        return True
+        # an ALFWorld receptacle found closed shows nothing yet: opening it explores it
+        return not (after.complete and after.states.get(after.place) == "closed")
     return bool(
         after.complete
         and after.place == before.place

@@ -152,6 +152,8 @@ def test_alfworld_receptacles_are_one_step_apart_and_closed_ones_are_frontier():
     at = read_step(
         m, "go to cabinet 1", "You arrive at cabinet 1. The cabinet 1 is closed.", "alfworld"
     )
+    # arriving at a closed receptacle explores nothing yet: 1/2 (1 - 1) + 0
+    assert not explored(m, at) and step_progress(m, at, goal) == 0.0
     assert ("cabinet 1", 1.0) in frontier(at)
     opened = read_step(
         at,
@@ -225,7 +227,7 @@ def test_carrying_a_thing_the_task_does_not_name_is_wasted_and_the_goal_object_i
     )
     shoes = read_step(m, "take shoes", "You take the shoes.", "twx")
     assert shoes.where["shoes"] == "inventory" and wasted(m, shoes, goal)
-    assert step_progress(m, shoes, goal) == -0.25
+    assert step_progress(m, shoes, goal) == -0.75  # wasted, and a detour (hands full)
     coin = read_step(m, "take coin", "You take the coin.", "twx")
     assert not wasted(m, coin, goal) and step_progress(m, coin, goal) == 1.0
     # a thing seen for the first time is not wasted
