@@ -196,8 +196,9 @@ def test_the_same_seeds_give_the_same_episode(tiny_lm, household_env):
 
 def test_the_loop_guard_plans_at_once_when_the_fast_action_repeats_a_step(tiny_lm, household_env):
     # the fast module (the real proposal role, offered only "look") repeats "look"; reflection
-    # says yes.  Step 1 and 2 execute it; at step 3 the observation is step 2's (the look text)
-    # and "look" was executed there: a loop, so the planner runs with no reflection call.
+    # says yes.  Step 1 executes it; at step 2 the agent is in the same place (the rule reader of
+    # the observation gives it) and "look" was executed there: a loop, so the planner runs with
+    # no reflection call, and again at step 3 unless the planner moved the agent.
     from smcplan.llm import ActionProposal
 
     inner = ActionProposal(tiny_lm)
@@ -211,14 +212,16 @@ def test_the_loop_guard_plans_at_once_when_the_fast_action_repeats_a_step(tiny_l
         "nesyfs", lm=tiny_lm, seed=0, reflector=yes, planner=planner, proposer=only_look,
         loop_guard=True,
     )
-    played = play(agent, household_env, tiny_lm, seed=0, max_steps=3)
+    played = play(agent, household_env, tiny_lm, seed=0, max_steps=2)
     metas = [p.step.meta for p in played]
-    assert [m["executed"] for m in metas] == ["proposal", "proposal", "planner"]
-    assert planner.calls == [2] and yes.calls == 2  # no reflection at the loop step
-    loop = metas[2]
+    assert agent._seen.place is not None  # the guard keys on the place here
+    assert [m["executed"] for m in metas] == ["proposal", "planner"]
+    assert planner.calls == [1] and yes.calls == 1  # no reflection at the loop step
+    loop = metas[1]
     assert loop["rejected_proposals"][0]["by"] == "loop"
     assert loop["rejected_proposals"][0]["action"] == "look"
-    assert loop["slow_thinking_reason"] == "loop" and "slow_thinking_reason" not in metas[1]
+    assert loop["slow_thinking_reason"] == "loop" and "slow_thinking_reason" not in metas[0]
+    assert played[1].step.thought.startswith("slow thinking after a loop")
     # off by default: the same agent without the guard executes "look" three times
     plain = make("nesyfs", lm=tiny_lm, seed=0, reflector=FixedReflection(True), proposer=only_look)
     assert [p.step.action for p in play(plain, household_env, tiny_lm, seed=0, max_steps=3)] == [
