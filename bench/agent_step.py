@@ -243,7 +243,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1,
                         help="worker processes at a time (CPU seconds are per process)")
     parser.add_argument("--cores", nargs="+", type=int, default=None, metavar="CPU",
-                        help="pin each worker to one of these cores (a free one; with --jobs)")
+                        help="pin each worker to one of these cores (a free one, else the least used)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--cpu", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--agent", help=argparse.SUPPRESS)
@@ -285,8 +285,11 @@ def main() -> None:
                     "--agent-seed", str(args.agent_seed), "--model-seed", str(args.model_seed),
                     "--seeds", *map(str, args.seeds),
                 ] + (["--model", args.model] if args.model else [])
-                busy = {item[4] for item in running}
-                cpu = next((c for c in args.cores or [] if c not in busy), None)
+                busy = [item[4] for item in running]
+                cores = args.cores or []
+                cpu = next((c for c in cores if c not in busy), None)
+                if cpu is None and cores:  # every core busy: share the least used one
+                    cpu = min(cores, key=busy.count)
                 cmd += ["--cpu", str(cpu)] if cpu is not None else []
                 running.append((agent, mode, subprocess.Popen(cmd), time.perf_counter(), cpu))
             time.sleep(1.0)
