@@ -243,7 +243,8 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1,
                         help="worker processes at a time (CPU seconds are per process)")
     parser.add_argument("--cores", nargs="+", type=int, default=None, metavar="CPU",
-                        help="pin each worker to one of these cores (a free one, else the least used)")
+                        help="pin each worker to one of these cores (a free one, else the "
+                        "least used)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--cpu", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--agent", help=argparse.SUPPRESS)

@@ -39,7 +39,7 @@ BUCKETS = [
 
 def _own_time_by_bucket(stats: pstats.Stats) -> dict[str, float]:
     out: dict[str, float] = {}
-    for (file, _line, func), (_cc, _nc, tt, ct, _callers) in stats.stats.items():
+    for (file, _line, func), (_cc, _nc, tt, _ct, _callers) in stats.stats.items():
         key = f"{file}:{func}"
         if "module.py" in file and func == "_call_impl":
             continue

@@ -44,6 +44,7 @@ import torch
 
 from smcplan.errors import ArgumentTypeError, InvalidArgumentError, check_int
 from smcplan.llm.constrained import GenerationError, OutputSpec, output_spec, spec_regex
+from smcplan.llm.decode import decode
 from smcplan.llm.inputs import (
     check_prompts,
     check_sampling,
@@ -51,7 +52,6 @@ from smcplan.llm.inputs import (
     fit_prompt,
     window_of,
 )
-from smcplan.llm.decode import decode
 from smcplan.llm.prefill import prefill, remember_decoded, supports_prefix_cache
 from smcplan.llm.prefix_cache import DEFAULT_PREFIX_CACHE_BYTES, PrefixCache
 from smcplan.llm.samples import Sample, Usage, _Runtime
