@@ -66,8 +66,8 @@ def load_model(
     ``"openai:<base_url>#<model>"`` (e.g. ``"openai:http://127.0.0.1:8000/v1#smollm2-135m"``)
     connects to a serving engine instead (vLLM, SGLang, llama.cpp server) and returns a
     :class:`~smcplan.llm.remote.RemoteLanguageModel`; ``remote`` keywords (``engine``,
-    ``tokenizer``, ``timeout``, ``retries``, ``api_key``) go to it. Quantisation, device and
-    dtype are then the server's business and must be left unset (the engine keeps its own
+    ``tokenizer``, ``timeout``, ``retries``, ``api_key``, ``window``) go to it. Quantisation,
+    device and dtype are then the server's business and must be left unset (the engine keeps its own
     prefix cache; ``prefix_cache``/``prefix_cache_bytes`` apply to local models only).
     """
     if isinstance(name_or_path, str) and name_or_path.startswith("openai:"):
