@@ -1,13 +1,17 @@
-"""A ReAct step on TextWorldExpress coin through llama-cpp-python's server vs the in-process model.
+"""A ReAct step on TextWorldExpress coin: llama.cpp server vs in-process llama.cpp vs transformers.
 
-    PYTHONPATH=. nice -n 10 .venv/bin/python bench/remote_step.py --steps 3
+    PYTHONPATH=. taskset -c 1 .venv/bin/python bench/remote_step.py --steps 3
 
-Starts the server on 127.0.0.1 (packaged SmolLM2 GGUF, one thread), plays the first ``--steps``
-steps of dev seed 10000 with ``make("react", seed=0)`` once through
-``load_model("openai:<url>#smollm2-135m")`` and once with ``load_model(threads=1)``, and reports
-the wall time per step (median), the model calls per step and whether the two chose the same
-actions. One warm-up step per backend is not timed (outlines builds its index on first use).
-Writes ``bench/results/remote_step.json``.
+(a timing: pinned to one core, not niced; the server inherits the pinning.) Plays the first
+``--steps`` steps of dev seed 10000 with ``make("react", seed=0)`` three times, each with the
+packaged SmolLM2 on one thread: through llama-cpp-python's server on 127.0.0.1
+(``load_model("openai:<url>#smollm2-135m")``, the Q4_1 GGUF), on llama.cpp in this process
+(``load_model("llamacpp:")``, the same GGUF) and on transformers (``load_model(threads=1)``, fp32
+weights dequantised from it). Reports the wall time per step (median), the model calls, how the
+server's rows were scored (``forced`` in one request / ``retried`` / ``echo``) and whether the
+backends chose the same actions (different kernels and quantisation, so they may not). One
+warm-up step per backend is not timed (outlines builds its index on first use). Writes
+``bench/results/remote_step.json`` with the load average before and after.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import print_table, write_json  # noqa: E402
 
 
-def play(lm, steps: int) -> tuple[list[float], list[str], int]:
+def play(lm, steps: int) -> tuple[list[float], list[str], int, dict]:
     from smcplan.agents import make
     from smcplan.envs import make as make_env
 
@@ -51,7 +55,7 @@ def play(lm, steps: int) -> tuple[list[float], list[str], int]:
                 if done:
                     break
                 acts = list(info["admissible_actions"])
-        return times, actions, lm.usage.calls - calls0
+        return times, actions, lm.usage.calls - calls0, dict(getattr(lm, "scoring_paths", {}))
     finally:
         env.close()
 
@@ -64,23 +68,41 @@ def main() -> None:
     from smcplan.llm.llamacpp_server import serve_llamacpp
 
     result = {}
+    load_before = os.getloadavg()
     with serve_llamacpp("smollm2-135m", threads=1) as url:
         remote = load_model(f"openai:{url}#smollm2-135m", timeout=600)
-        result["server"] = play(remote, args.steps)
-    result["in-process"] = play(load_model(threads=1), args.steps)
+        result["llama.cpp server"] = play(remote, args.steps)
+    result["llama.cpp in-process"] = play(load_model("llamacpp:", threads=1), args.steps)
+    result["transformers in-process"] = play(load_model(threads=1), args.steps)
+    load_after = os.getloadavg()
     rows, out = [], {}
-    for name, (times, actions, calls) in result.items():
+    for name, (times, actions, calls, paths) in result.items():
         med = statistics.median(times)
         rows.append(
-            [name, len(times), f"{med:.1f}", f"{sum(times):.1f}", calls, " / ".join(actions)]
-        )
-        out[name] = {"step_s": times, "median_step_s": med, "calls": calls, "actions": actions}
-    print_table(["backend", "steps", "median s/step", "total s", "model calls", "actions"], rows)
-    same = result["server"][1] == result["in-process"][1]
-    print("same actions:", same)
-    print(
-        "wrote", write_json("remote_step", {"steps": args.steps, "runs": out, "same_actions": same})
+            [name, len(times), f"{med:.1f}", f"{sum(times):.1f}", calls, paths or "-",
+             " / ".join(actions)]
+        )  # fmt: skip
+        out[name] = {
+            "step_s": times,
+            "median_step_s": med,
+            "calls": calls,
+            "scoring_paths": paths,
+            "actions": actions,
+        }
+    print_table(
+        ["backend", "steps", "median s/step", "total s", "model calls", "server rows", "actions"],
+        rows,
     )
+    same = len({tuple(r[1]) for r in result.values()}) == 1
+    print("same actions:", same, " load average before", load_before, "after", load_after)
+    payload = {
+        "steps": args.steps,
+        "runs": out,
+        "same_actions": same,
+        "load_average_before": load_before,
+        "load_average_after": load_after,
+    }
+    print("wrote", write_json("remote_step", payload))
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from smcplan.llm.llamacpp_server import llamacpp_available
+from tests.llm.llamacpp_rows import ACTIONS, OBSERVATIONS, check_ranking, play_react, rows
 
 pytestmark = [
     pytest.mark.slow,
@@ -21,23 +22,6 @@ pytestmark = [
         not llamacpp_available(),
         reason="llama-cpp-python[server] is not installed (pip install 'smcplan[scale]')",
     ),
-]
-
-#: max |remote - local| of a summed action log-prob (nats). Both backends run the same
-#: dequantised Q4_1 weights; llama.cpp multiplies them with Q8-quantised activations, which moves
-#: a token's log-prob by up to ~0.2 nats (issue 14); an action is <= 6 tokens + end-of-turn.
-#: Measured here: max 0.40 nats over these 12 rows (docs/scale.md); bound with margin:
-SCORE_TOL = 1.0
-
-OBSERVATIONS = [
-    "You are in the kitchen. You see a table; on the table is a coin. Exits: north, east.",
-    "You are in the pantry. It is empty. Exits: south.",
-    "You are in the backyard. You see a patio table and a barbecue. Exits: west, north.",
-]
-ACTIONS = [
-    ["take coin", "go north", "go east", "open fridge"],
-    ["go south", "take coin", "look around", "eat apple"],
-    ["go west", "go north", "open barbecue", "take coin"],
 ]
 
 
@@ -63,19 +47,6 @@ def local():
     return load_model(threads=1)
 
 
-def _rows():
-    prompts, conts = [], []
-    for obs, acts in zip(OBSERVATIONS, ACTIONS, strict=True):
-        prompt = [
-            {"role": "system", "content": "You play a text game. Answer with one action."},
-            {"role": "user", "content": f"Task: find the coin.\n{obs}\nWhat do you do?"},
-        ]
-        for a in acts:
-            prompts.append(prompt)
-            conts.append(a)
-    return prompts, conts
-
-
 def test_the_server_is_detected_as_llamacpp_and_serves_the_registry_name(remote):
     assert remote.engine == "llamacpp"
     assert remote.tokenizer.convert_ids_to_tokens(remote.bos_token_id) == "<|im_start|>"
@@ -83,26 +54,14 @@ def test_the_server_is_detected_as_llamacpp_and_serves_the_registry_name(remote)
 
 def test_remote_logprob_ranks_admissible_actions_like_the_local_model(remote, local):
     # the prefix ends before the space, as in the roles' prompts
-    prompts, conts = _rows()
+    prompts, conts = rows()
     conts = [" " + c for c in conts]
     before = dict(remote.scoring_paths)
     r = remote.logprob(prompts, conts, add_eos=True, assistant_prefix="Action:")
     l_ = local.logprob(prompts, conts, add_eos=True, assistant_prefix="Action:")
     # measured: 11 rows in one request, "look around" (end-of-turn beyond the top 200) in 6
     assert remote.scoring_paths.get("echo", 0) == before.get("echo", 0), remote.scoring_paths
-    print("max |remote - local| =", float(np.max(np.abs(r - l_))), "over", len(r), "rows")
-    assert np.all(np.isfinite(r)) and np.all(r < 0)
-    assert np.max(np.abs(r - l_)) < SCORE_TOL, np.abs(r - l_)
-    start = 0
-    for acts in ACTIONS:
-        rr, ll = r[start : start + len(acts)], l_[start : start + len(acts)]
-        start += len(acts)
-        assert int(np.argmax(rr)) == int(np.argmax(ll))  # the greedy action is the same
-        # every pair the local model orders by more than twice the tolerance, the server orders too
-        for i in range(len(acts)):
-            for j in range(len(acts)):
-                if ll[i] - ll[j] > 2 * SCORE_TOL:
-                    assert rr[i] > rr[j], (acts[i], acts[j], ll[i], ll[j], rr[i], rr[j])
+    check_ranking(r, l_)
 
 
 def test_remote_constrained_outputs_parse(remote):
@@ -150,29 +109,10 @@ def test_remote_roles_keep_their_guarantees(remote):
 
 def test_react_runs_three_steps_on_twx_coin_through_the_server(remote):
     # every admissible action is scored by forced decoding (one request per action, a few more
-    # when end-of-turn is not among the top 20 tokens); ~10 s per step on one server thread
-    from smcplan.agents import make
-    from smcplan.envs import make as make_env
-
-    env = make_env("twx:coin", split="dev", max_steps=50)
+    # when end-of-turn is not among the top 20 tokens): ~20 s per step on one core (docs/scale.md)
     paths = dict(remote.scoring_paths)
     t0 = time.monotonic()
-    try:
-        agent = make("react", lm=remote, seed=0)
-        obs, info = env.reset(10000)
-        actions = list(info["admissible_actions"])
-        agent.reset(env.task, obs, actions)
-        for _ in range(3):
-            calls = remote.usage.calls
-            step = agent.act(obs, actions, info)
-            assert step.action in actions and step.thought
-            assert remote.usage.calls > calls
-            obs, _, done, info = env.step(step.action)
-            if done:
-                break
-            actions = list(info["admissible_actions"])
-    finally:
-        env.close()
+    play_react(remote, steps=3)
     print(f"3 ReAct steps through the server: {time.monotonic() - t0:.1f} s", remote.scoring_paths)
     assert remote.scoring_paths.get("echo", 0) == paths.get("echo", 0)  # no slow fallback
 
@@ -187,7 +127,7 @@ def test_forced_scores_equal_the_servers_own_echo_scores(remote):
     # Rows: end-of-turn in the top 20 (0, 1), and beyond the top 200 ("look around", 6).
     from smcplan.llm.remote_llamacpp import LlamaCppRow, _echo, score_llamacpp
 
-    prompts, conts = _rows()
+    prompts, conts = rows()
     stats: dict[str, int] = {}
     for i in (0, 1, 6):
         p = remote.format_prompt(prompts[i], "Action:")
