@@ -8,7 +8,8 @@ packaged SmolLM2 on one thread: through llama-cpp-python's server on 127.0.0.1
 (``load_model("openai:<url>#smollm2-135m")``, the Q4_1 GGUF), on llama.cpp in this process
 (``load_model("llamacpp:")``, the same GGUF) and on transformers (``load_model(threads=1)``, fp32
 weights dequantised from it). Reports the wall time per step (median), the model calls, how the
-server's rows were scored (``forced`` in one request / ``retried`` / ``echo``) and whether the
+server's rows were scored (``forced`` in one request / ``retried`` / ``echo``), the CPU seconds
+per step (this process plus the server: robust to other jobs on the machine) and whether the
 backends chose the same actions (different kernels and quantisation, so they may not). One
 warm-up step per backend is not timed (outlines builds its index on first use). Writes
 ``bench/results/remote_step.json`` with the load average before and after.
@@ -32,12 +33,28 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import print_table, write_json  # noqa: E402
 
 
-def play(lm, steps: int) -> tuple[list[float], list[str], int, dict]:
+def cpu_seconds() -> float:
+    """CPU time of this process and of a llama.cpp server it started (a contention-robust
+    measure next to wall time: other jobs on the machine inflate wall time, not CPU time)."""
+    import psutil
+
+    total = time.process_time()
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if "llama_cpp.server" in " ".join(child.cmdline()):
+                t = child.cpu_times()
+                total += t.user + t.system
+        except psutil.Error:
+            pass
+    return total
+
+
+def play(lm, steps: int) -> tuple[list[float], list[str], int, dict, list[float]]:
     from smcplan.agents import make
     from smcplan.envs import make as make_env
 
     env = make_env("twx:coin", split="dev", max_steps=50)
-    times, actions = [], []
+    times, actions, cpus = [], [], []
     try:
         for timed in (False, True):  # warm-up episode step, then the timed steps
             agent = make("react", lm=lm, seed=0)
@@ -46,16 +63,18 @@ def play(lm, steps: int) -> tuple[list[float], list[str], int, dict]:
             agent.reset(env.task, obs, acts)
             calls0 = lm.usage.calls
             for _ in range(steps if timed else 1):
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), cpu_seconds()
                 step = agent.act(obs, acts, info)
                 if timed:
                     times.append(time.perf_counter() - t0)
+                    cpus.append(cpu_seconds() - c0)
                     actions.append(step.action)
                 obs, _, done, info = env.step(step.action)
                 if done:
                     break
                 acts = list(info["admissible_actions"])
-        return times, actions, lm.usage.calls - calls0, dict(getattr(lm, "scoring_paths", {}))
+        paths = dict(getattr(lm, "scoring_paths", {}))
+        return times, actions, lm.usage.calls - calls0, paths, cpus
     finally:
         env.close()
 
@@ -76,21 +95,32 @@ def main() -> None:
     result["transformers in-process"] = play(load_model(threads=1), args.steps)
     load_after = os.getloadavg()
     rows, out = [], {}
-    for name, (times, actions, calls, paths) in result.items():
-        med = statistics.median(times)
+    for name, (times, actions, calls, paths, cpus) in result.items():
+        med, cpu = statistics.median(times), statistics.median(cpus)
         rows.append(
-            [name, len(times), f"{med:.1f}", f"{sum(times):.1f}", calls, paths or "-",
-             " / ".join(actions)]
+            [name, len(times), f"{med:.1f}", f"{cpu:.1f}", f"{sum(times):.1f}", calls,
+             paths or "-", " / ".join(actions)]
         )  # fmt: skip
         out[name] = {
             "step_s": times,
             "median_step_s": med,
+            "step_cpu_s": cpus,
+            "median_step_cpu_s": cpu,
             "calls": calls,
             "scoring_paths": paths,
             "actions": actions,
         }
     print_table(
-        ["backend", "steps", "median s/step", "total s", "model calls", "server rows", "actions"],
+        [
+            "backend",
+            "steps",
+            "median s/step",
+            "median CPU s/step",
+            "total s",
+            "model calls",
+            "server rows",
+            "actions",
+        ],  # fmt: skip
         rows,
     )
     same = len({tuple(r[1]) for r in result.values()}) == 1

@@ -39,8 +39,8 @@ from smcplan.llm.remote import RemoteLanguageModel, _load_tokenizer, proposal_is
 __all__ = ["LlamaCppLanguageModel", "PREFIX"]
 
 PREFIX = "llamacpp:"
-#: tokens evaluated together (``Llama.eval``), at positions aligned to multiples of it
-CHUNK = 32
+#: prompt tokens evaluated together (``Llama.eval``), at positions aligned to multiples of it
+CHUNK = 64
 _DEFAULT_TEXT_TOKENS = 64
 
 
@@ -104,32 +104,41 @@ class LlamaCppLanguageModel(RemoteLanguageModel):
         self.bos_token_id = self.tokenizer.bos_token_id
         self.has_chat_template = bool(getattr(self.tokenizer, "chat_template", None))
         self._grammars: dict[str, Any] = {}
-        self._canonical = 0  # positions of llama's state evaluated in canonical chunks
+        self._prompt: list[int] = []  # the prompt of llama's state, evaluated canonically
 
     # ------------------------------------------------------------------ evaluation
-    def _evaluate(self, ids: list[int]) -> None:
-        """Make llama's state hold ``ids`` with every position's logits row stored.
+    def _evaluate(self, prompt: list[int], cont: Sequence[int] = (), sample: bool = False) -> None:
+        """Make llama's state hold ``prompt + cont`` with every position's logits row stored.
 
         llama.cpp's logits for a position depend (by up to ~0.25 nats here) on the batch it was
-        evaluated in, so the state is built in *canonical* chunks: positions ``[kB, (k+1)B)``
-        evaluated together, ``B = CHUNK``. A full chunk of the previous state is reused when the
-        tokens up to its end are the same (the longest common prefix, rounded down to a chunk
-        boundary); the rest is re-evaluated chunk by chunk. A row's scores are then a function
-        of its tokens alone, whatever was evaluated before (the same records with 1 or N
-        workers). Sampled tokens are evaluated one at a time by llama.cpp, so they are never
-        reused (``_canonical``)."""
+        evaluated in, so the state is built canonically: the prompt in chunks of positions
+        ``[kB, (k+1)B)`` (``B = CHUNK``, the last one ending with the prompt), then the
+        continuation as one batch. A row's scores are then a function of its prompt and
+        continuation alone, whatever was evaluated before (the same records with 1 or N
+        workers). Reused: the whole prompt when it is the previous one, else the full chunks of
+        the longest common prefix with it. Sampled tokens (evaluated one at a time by
+        llama.cpp) are never reused. ``sample=True`` re-evaluates the prompt's last chunk, so
+        that llama.cpp's sampler (which reads the last evaluated batch) starts from its end."""
         llama = self.llama
-        have = llama.input_ids[: min(llama.n_tokens, self._canonical)]
-        common = 0
-        for a, b in zip(have, ids):
-            if a != b:
-                break
-            common += 1
-        start = (min(common, len(ids) - 1) // CHUNK) * CHUNK
+        if prompt == self._prompt and llama.n_tokens >= len(prompt) and not sample:
+            start = len(prompt)
+        else:
+            common = 0
+            for a, b in zip(self._prompt, prompt):
+                if a != b:
+                    break
+                common += 1
+            start = (min(common, len(prompt) - 1, llama.n_tokens) // CHUNK) * CHUNK
+            if sample:  # the last chunk too
+                start = min(start, (len(prompt) - 1) // CHUNK * CHUNK)
+            llama.n_tokens = start
+            for k in range(start, len(prompt), CHUNK):
+                llama.eval(prompt[k : min(len(prompt), (k // CHUNK + 1) * CHUNK)])
+            self._prompt = list(prompt)
+            start = len(prompt)
         llama.n_tokens = start
-        for k in range(start, len(ids), CHUNK):
-            llama.eval(ids[k : k + CHUNK])
-        self._canonical = len(ids)
+        if cont:
+            llama.eval(list(cont))
 
     def _raw_logprobs(self, start: int, ids: Sequence[int]) -> np.ndarray:
         """``log p(ids[j] | state[: start + j])`` from the stored rows of the current state."""
@@ -163,7 +172,7 @@ class LlamaCppLanguageModel(RemoteLanguageModel):
             _, pid = self._fitted(p, a, len(cid), window, truncation, i, fit_prompt)
             if not cid:
                 continue
-            self._evaluate(pid + cid)
+            self._evaluate(pid, cid)
             out[i] = float(self._raw_logprobs(len(pid), cid).sum())
             if tuple(pid) not in seen:
                 seen.add(tuple(pid))
@@ -194,7 +203,7 @@ class LlamaCppLanguageModel(RemoteLanguageModel):
 
         llama = self.llama
         llama.set_seed(seed)
-        self._evaluate(ids)  # generate() then reuses the whole prompt
+        self._evaluate(ids, sample=True)  # generate() then samples after the cached prompt
         out: list[int] = []
         vocab = llama._model.vocab
         for token in llama.generate(
