@@ -10,7 +10,8 @@ packaged SmolLM2 on one thread: through llama-cpp-python's server on 127.0.0.1
 weights dequantised from it). Reports the wall time per step (median), the model calls, how the
 server's rows were scored (``forced`` in one request / ``retried`` / ``echo``), the CPU seconds
 per step (this process plus the server: robust to other jobs on the machine) and whether the
-backends chose the same actions (different kernels and quantisation, so they may not). One
+backends chose the same actions (different kernels and quantisation, so they may not); then
+the CPU seconds of the decode-heavy roles (triplet extraction + a 5-sample reflection). One
 warm-up step per backend is not timed (outlines builds its index on first use). Writes
 ``bench/results/remote_step.json`` with the load average before and after.
 """
@@ -79,20 +80,52 @@ def play(lm, steps: int) -> tuple[list[float], list[str], int, dict, list[float]
         env.close()
 
 
+OBS = [
+    "You are in the kitchen. In one part of the room you see a stove. There is also an oven. "
+    "You also see a fridge that is closed. To the north you see a closed wooden door.",
+    "You are in the backyard. In one part of the room you see a barbecue. There is also a "
+    "patio table, that has nothing on it. To the south you see a closed sliding patio door.",
+]
+
+
+def roles(lm, repeats: int) -> list[float]:
+    """CPU seconds of the decode-heavy roles NeSyFS calls per step: triplet extraction (JSON,
+    two observations) and reflection (5 yes/no samples with a reason), ``repeats`` times."""
+    from smcplan.llm.roles import Reflection, TripletExtractor
+
+    extract, reflect = TripletExtractor(lm, temperature=1.0), Reflection(lm)
+    extract(OBS, ["look", "look"], seed=0)  # warm-up (outlines / grammar compilation)
+    out = []
+    for k in range(repeats):
+        c0 = cpu_seconds()
+        extract(OBS, ["look", "look"], seed=k + 1)
+        reflect(["find the coin"], [OBS[0]], ["open fridge"], seed=k + 1)
+        out.append(cpu_seconds() - c0)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--role-repeats", type=int, default=3)
     args = parser.parse_args()
     from smcplan.llm import load_model
     from smcplan.llm.llamacpp_server import serve_llamacpp
 
     result = {}
     load_before = os.getloadavg()
+    role_cpu = {}
     with serve_llamacpp("smollm2-135m", threads=1) as url:
         remote = load_model(f"openai:{url}#smollm2-135m", timeout=600)
         result["llama.cpp server"] = play(remote, args.steps)
-    result["llama.cpp in-process"] = play(load_model("llamacpp:", threads=1), args.steps)
-    result["transformers in-process"] = play(load_model(threads=1), args.steps)
+        role_cpu["llama.cpp server"] = roles(remote, args.role_repeats)
+    lcpp = load_model("llamacpp:", threads=1)
+    result["llama.cpp in-process"] = play(lcpp, args.steps)
+    role_cpu["llama.cpp in-process"] = roles(lcpp, args.role_repeats)
+    del lcpp
+    local = load_model(threads=1)
+    result["transformers in-process"] = play(local, args.steps)
+    role_cpu["transformers in-process"] = roles(local, args.role_repeats)
     load_after = os.getloadavg()
     rows, out = [], {}
     for name, (times, actions, calls, paths, cpus) in result.items():
@@ -123,12 +156,18 @@ def main() -> None:
         ],  # fmt: skip
         rows,
     )
+    print()
+    print_table(
+        ["backend", "triplets (2 obs) + reflection (n=5): median CPU s"],
+        [[name, f"{statistics.median(v):.1f}"] for name, v in role_cpu.items()],
+    )
     same = len({tuple(r[1]) for r in result.values()}) == 1
     print("same actions:", same, " load average before", load_before, "after", load_after)
     payload = {
         "steps": args.steps,
         "runs": out,
         "same_actions": same,
+        "roles_cpu_s": role_cpu,
         "load_average_before": load_before,
         "load_average_after": load_after,
     }

@@ -8,9 +8,8 @@ prompt text and token ids as in-process):
 * **Scoring** is exact on the client's token ids: ``Llama.eval(x + c)`` stores the raw logits
   of every position, and ``log p(c | x) = Σ_j log softmax(z_{|x|-1+j})[c_j]`` (float64), with
   ``z_k`` the logits after token ``k``. Consecutive rows reuse the longest common token prefix
-  (llama.cpp's KV cache and the stored logits rows of those positions), in chunks aligned to
-  fixed positions so that a row's score does not depend on what was evaluated before it
-  (:meth:`LlamaCppLanguageModel._evaluate`).
+  (llama.cpp's KV cache), evaluated in chunks aligned to fixed positions so that a row's score
+  does not depend on what was evaluated before it (:meth:`LlamaCppLanguageModel._evaluate`).
 * **Sampling** uses llama.cpp's own sampler (``Llama.generate``: greedy at ``temperature=0``,
   else top-p then temperature, no top-k / min-p / repetition penalty) with a GBNF grammar
   translated from the output type's regex (:mod:`smcplan.llm.gbnf`), seeded per sample.
@@ -104,41 +103,38 @@ class LlamaCppLanguageModel(RemoteLanguageModel):
         self.bos_token_id = self.tokenizer.bos_token_id
         self.has_chat_template = bool(getattr(self.tokenizer, "chat_template", None))
         self._grammars: dict[str, Any] = {}
-        self._prompt: list[int] = []  # the prompt of llama's state, evaluated canonically
+        self._base: list[int] = []  # llama's state up to its prompt's last token (canonical)
 
     # ------------------------------------------------------------------ evaluation
-    def _evaluate(self, prompt: list[int], cont: Sequence[int] = (), sample: bool = False) -> None:
+    def _evaluate(self, prompt: list[int], cont: Sequence[int] = ()) -> None:
         """Make llama's state hold ``prompt + cont`` with every position's logits row stored.
 
         llama.cpp's logits for a position depend (by up to ~0.25 nats here) on the batch it was
-        evaluated in, so the state is built canonically: the prompt in chunks of positions
-        ``[kB, (k+1)B)`` (``B = CHUNK``, the last one ending with the prompt), then the
-        continuation as one batch. A row's scores are then a function of its prompt and
-        continuation alone, whatever was evaluated before (the same records with 1 or N
-        workers). Reused: the whole prompt when it is the previous one, else the full chunks of
-        the longest common prefix with it. Sampled tokens (evaluated one at a time by
-        llama.cpp) are never reused. ``sample=True`` re-evaluates the prompt's last chunk, so
-        that llama.cpp's sampler (which reads the last evaluated batch) starts from its end."""
+        evaluated in, so the state is built canonically: all but the prompt's last token in
+        chunks of positions ``[kB, (k+1)B)`` (``B = CHUNK``), then the last prompt token and
+        the continuation as one batch. A row's scores, and a sample's first-token distribution,
+        are then functions of the prompt and continuation alone, whatever was evaluated before
+        (the same records with 1 or N workers). Reused: the full chunks of the longest common
+        prefix with the previous prompt (all of it when it is the same). With no continuation
+        the last batch is the prompt's last token, from which llama.cpp's sampler (it reads the
+        last evaluated batch) then starts."""
         llama = self.llama
-        if prompt == self._prompt and llama.n_tokens >= len(prompt) and not sample:
-            start = len(prompt)
+        base = prompt[:-1]
+        if base == self._base and llama.n_tokens >= len(base):
+            start = len(base)
         else:
             common = 0
-            for a, b in zip(self._prompt, prompt):
+            for a, b in zip(self._base, base):
                 if a != b:
                     break
                 common += 1
-            start = (min(common, len(prompt) - 1, llama.n_tokens) // CHUNK) * CHUNK
-            if sample:  # the last chunk too
-                start = min(start, (len(prompt) - 1) // CHUNK * CHUNK)
+            start = (min(common, llama.n_tokens) // CHUNK) * CHUNK
             llama.n_tokens = start
-            for k in range(start, len(prompt), CHUNK):
-                llama.eval(prompt[k : min(len(prompt), (k // CHUNK + 1) * CHUNK)])
-            self._prompt = list(prompt)
-            start = len(prompt)
-        llama.n_tokens = start
-        if cont:
-            llama.eval(list(cont))
+            for k in range(start, len(base), CHUNK):
+                llama.eval(base[k : min(len(base), (k // CHUNK + 1) * CHUNK)])
+            self._base = list(base)
+        llama.n_tokens = len(base)
+        llama.eval(prompt[-1:] + list(cont))
 
     def _raw_logprobs(self, start: int, ids: Sequence[int]) -> np.ndarray:
         """``log p(ids[j] | state[: start + j])`` from the stored rows of the current state."""
@@ -203,7 +199,7 @@ class LlamaCppLanguageModel(RemoteLanguageModel):
 
         llama = self.llama
         llama.set_seed(seed)
-        self._evaluate(ids, sample=True)  # generate() then samples after the cached prompt
+        self._evaluate(ids)  # generate() then samples after the cached prompt
         out: list[int] = []
         vocab = llama._model.vocab
         for token in llama.generate(
