@@ -96,6 +96,8 @@ class _Profiler:
 
 
 def worker(args: argparse.Namespace) -> None:
+    if args.cpu is not None:  # one core per worker process (its CPU seconds stay its own)
+        os.sched_setaffinity(0, {args.cpu})
     from smcplan.agents import make
     from smcplan.envs import make as make_env
     from smcplan.llm import load_model
@@ -240,7 +242,11 @@ def main() -> None:
                         help="seconds; then stop the workers and report the steps they finished")
     parser.add_argument("--jobs", type=int, default=1,
                         help="worker processes at a time (CPU seconds are per process)")
+    parser.add_argument("--cores", nargs="+", type=int, default=None, metavar="CPU",
+                        help="pin each worker to one of these cores (a free one, else the "
+                        "least used)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--cpu", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--agent", help=argparse.SUPPRESS)
     parser.add_argument("--cache", choices=("on", "off"), help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
@@ -250,7 +256,8 @@ def main() -> None:
         return
     results: dict[str, Any] = {
         "env": args.env, "seeds": args.seeds, "steps": args.steps, "threads": args.threads,
-        "jobs": args.jobs, "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "jobs": args.jobs, "cores": args.cores, "load_average_start": os.getloadavg(),
+        "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "agents": {},
     }
     rows = []
@@ -263,7 +270,7 @@ def main() -> None:
     stop_at = time.perf_counter() + args.deadline if args.deadline else None
     if True:
         todo = [(agent, mode) for agent in args.agents for mode in ("off", "on")]
-        running: list[tuple[str, str, subprocess.Popen, float]] = []
+        running: list[tuple[str, str, subprocess.Popen, float, int | None]] = []
         runs: dict[str, dict[str, Any]] = defaultdict(dict)
         if args.from_runs:  # summarise the run files already there (no new runs)
             todo = []
@@ -279,11 +286,17 @@ def main() -> None:
                     "--agent-seed", str(args.agent_seed), "--model-seed", str(args.model_seed),
                     "--seeds", *map(str, args.seeds),
                 ] + (["--model", args.model] if args.model else [])
-                running.append((agent, mode, subprocess.Popen(cmd), time.perf_counter()))
+                busy = [item[4] for item in running]
+                cores = args.cores or []
+                cpu = next((c for c in cores if c not in busy), None)
+                if cpu is None and cores:  # every core busy: share the least used one
+                    cpu = min(cores, key=busy.count)
+                cmd += ["--cpu", str(cpu)] if cpu is not None else []
+                running.append((agent, mode, subprocess.Popen(cmd), time.perf_counter(), cpu))
             time.sleep(1.0)
             late = stop_at is not None and time.perf_counter() > stop_at
             for item in list(running):
-                agent, mode, proc, t0 = item
+                agent, mode, proc, t0, _cpu = item
                 if proc.poll() is None and not late:
                     continue
                 if proc.poll() is None:
@@ -324,6 +337,7 @@ def main() -> None:
                     f"{cmp['same_action']}/{cmp['compared']}" if label == "on" else "",
                     f"{cmp['max_abs_dlogprob']:.1e}" if label == "on" else "",
                 ])
+    results["load_average_end"] = os.getloadavg()
     react = results["agents"].get("react")
     for r in results["agents"].values():
         r["speedup_wall"] = r["off"]["wall_s_per_step"] / max(r["on"]["wall_s_per_step"], 1e-9)

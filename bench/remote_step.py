@@ -1,13 +1,19 @@
-"""A ReAct step on TextWorldExpress coin through llama-cpp-python's server vs the in-process model.
+"""A ReAct step on TextWorldExpress coin: llama.cpp server vs in-process llama.cpp vs transformers.
 
-    PYTHONPATH=. nice -n 10 .venv/bin/python bench/remote_step.py --steps 3
+    PYTHONPATH=. taskset -c 1 .venv/bin/python bench/remote_step.py --steps 3
 
-Starts the server on 127.0.0.1 (packaged SmolLM2 GGUF, one thread), plays the first ``--steps``
-steps of dev seed 10000 with ``make("react", seed=0)`` once through
-``load_model("openai:<url>#smollm2-135m")`` and once with ``load_model(threads=1)``, and reports
-the wall time per step (median), the model calls per step and whether the two chose the same
-actions. One warm-up step per backend is not timed (outlines builds its index on first use).
-Writes ``bench/results/remote_step.json``.
+(a timing: pinned to one core, not niced; the server inherits the pinning.) Plays the first
+``--steps`` steps of dev seed 10000 with ``make("react", seed=0)`` three times, each with the
+packaged SmolLM2 on one thread: through llama-cpp-python's server on 127.0.0.1
+(``load_model("openai:<url>#smollm2-135m")``, the Q4_1 GGUF), on llama.cpp in this process
+(``load_model("llamacpp:")``, the same GGUF) and on transformers (``load_model(threads=1)``, fp32
+weights dequantised from it). Reports the wall time per step (median), the model calls, how the
+server's rows were scored (``forced`` in one request / ``retried`` / ``echo``), the CPU seconds
+per step (this process plus the server: robust to other jobs on the machine) and whether the
+backends chose the same actions (different kernels and quantisation, so they may not); then
+the CPU seconds of the decode-heavy roles (triplet extraction + a 5-sample reflection). One
+warm-up step per backend is not timed (outlines builds its index on first use). Writes
+``bench/results/remote_step.json`` with the load average before and after.
 """
 
 from __future__ import annotations
@@ -28,12 +34,28 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import print_table, write_json  # noqa: E402
 
 
-def play(lm, steps: int) -> tuple[list[float], list[str], int]:
+def cpu_seconds() -> float:
+    """CPU time of this process and of a llama.cpp server it started (a contention-robust
+    measure next to wall time: other jobs on the machine inflate wall time, not CPU time)."""
+    import psutil
+
+    total = time.process_time()
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if "llama_cpp.server" in " ".join(child.cmdline()):
+                t = child.cpu_times()
+                total += t.user + t.system
+        except psutil.Error:
+            pass
+    return total
+
+
+def play(lm, steps: int) -> tuple[list[float], list[str], int, dict, list[float]]:
     from smcplan.agents import make
     from smcplan.envs import make as make_env
 
     env = make_env("twx:coin", split="dev", max_steps=50)
-    times, actions = [], []
+    times, actions, cpus = [], [], []
     try:
         for timed in (False, True):  # warm-up episode step, then the timed steps
             agent = make("react", lm=lm, seed=0)
@@ -42,45 +64,114 @@ def play(lm, steps: int) -> tuple[list[float], list[str], int]:
             agent.reset(env.task, obs, acts)
             calls0 = lm.usage.calls
             for _ in range(steps if timed else 1):
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), cpu_seconds()
                 step = agent.act(obs, acts, info)
                 if timed:
                     times.append(time.perf_counter() - t0)
+                    cpus.append(cpu_seconds() - c0)
                     actions.append(step.action)
                 obs, _, done, info = env.step(step.action)
                 if done:
                     break
                 acts = list(info["admissible_actions"])
-        return times, actions, lm.usage.calls - calls0
+        paths = dict(getattr(lm, "scoring_paths", {}))
+        return times, actions, lm.usage.calls - calls0, paths, cpus
     finally:
         env.close()
+
+
+OBS = [
+    "You are in the kitchen. In one part of the room you see a stove. There is also an oven. "
+    "You also see a fridge that is closed. To the north you see a closed wooden door.",
+    "You are in the backyard. In one part of the room you see a barbecue. There is also a "
+    "patio table, that has nothing on it. To the south you see a closed sliding patio door.",
+]
+
+
+def roles(lm, repeats: int) -> list[float]:
+    """CPU seconds of the decode-heavy roles NeSyFS calls per step: triplet extraction (JSON,
+    two observations) and reflection (5 yes/no samples with a reason), ``repeats`` times."""
+    from smcplan.llm.roles import Reflection, TripletExtractor
+
+    extract, reflect = TripletExtractor(lm, temperature=1.0), Reflection(lm)
+    extract(OBS, ["look", "look"], seed=0)  # warm-up (outlines / grammar compilation)
+    out = []
+    for k in range(repeats):
+        c0 = cpu_seconds()
+        extract(OBS, ["look", "look"], seed=k + 1)
+        reflect(["find the coin"], [OBS[0]], ["open fridge"], seed=k + 1)
+        out.append(cpu_seconds() - c0)
+    return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--role-repeats", type=int, default=3)
     args = parser.parse_args()
     from smcplan.llm import load_model
     from smcplan.llm.llamacpp_server import serve_llamacpp
 
     result = {}
+    load_before = os.getloadavg()
+    role_cpu = {}
     with serve_llamacpp("smollm2-135m", threads=1) as url:
         remote = load_model(f"openai:{url}#smollm2-135m", timeout=600)
-        result["server"] = play(remote, args.steps)
-    result["in-process"] = play(load_model(threads=1), args.steps)
+        result["llama.cpp server"] = play(remote, args.steps)
+        role_cpu["llama.cpp server"] = roles(remote, args.role_repeats)
+    lcpp = load_model("llamacpp:", threads=1)
+    result["llama.cpp in-process"] = play(lcpp, args.steps)
+    role_cpu["llama.cpp in-process"] = roles(lcpp, args.role_repeats)
+    del lcpp
+    local = load_model(threads=1)
+    result["transformers in-process"] = play(local, args.steps)
+    role_cpu["transformers in-process"] = roles(local, args.role_repeats)
+    load_after = os.getloadavg()
     rows, out = [], {}
-    for name, (times, actions, calls) in result.items():
-        med = statistics.median(times)
+    for name, (times, actions, calls, paths, cpus) in result.items():
+        med, cpu = statistics.median(times), statistics.median(cpus)
         rows.append(
-            [name, len(times), f"{med:.1f}", f"{sum(times):.1f}", calls, " / ".join(actions)]
-        )
-        out[name] = {"step_s": times, "median_step_s": med, "calls": calls, "actions": actions}
-    print_table(["backend", "steps", "median s/step", "total s", "model calls", "actions"], rows)
-    same = result["server"][1] == result["in-process"][1]
-    print("same actions:", same)
-    print(
-        "wrote", write_json("remote_step", {"steps": args.steps, "runs": out, "same_actions": same})
+            [name, len(times), f"{med:.1f}", f"{cpu:.1f}", f"{sum(times):.1f}", calls,
+             paths or "-", " / ".join(actions)]
+        )  # fmt: skip
+        out[name] = {
+            "step_s": times,
+            "median_step_s": med,
+            "step_cpu_s": cpus,
+            "median_step_cpu_s": cpu,
+            "calls": calls,
+            "scoring_paths": paths,
+            "actions": actions,
+        }
+    print_table(
+        [
+            "backend",
+            "steps",
+            "median s/step",
+            "median CPU s/step",
+            "total s",
+            "model calls",
+            "server rows",
+            "actions",
+        ],  # fmt: skip
+        rows,
     )
+    print()
+    print_table(
+        ["backend", "triplets (2 obs) + reflection (n=5): median CPU s"],
+        [[name, f"{statistics.median(v):.1f}"] for name, v in role_cpu.items()],
+    )
+    same = len({tuple(r[1]) for r in result.values()}) == 1
+    print("same actions:", same, " load average before", load_before, "after", load_after)
+    payload = {
+        "steps": args.steps,
+        "runs": out,
+        "same_actions": same,
+        "roles_cpu_s": role_cpu,
+        "load_average_before": load_before,
+        "load_average_after": load_after,
+    }
+    print("wrote", write_json("remote_step", payload))
 
 
 if __name__ == "__main__":

@@ -44,6 +44,7 @@ import torch
 
 from smcplan.errors import ArgumentTypeError, InvalidArgumentError, check_int
 from smcplan.llm.constrained import GenerationError, OutputSpec, output_spec, spec_regex
+from smcplan.llm.decode import decode
 from smcplan.llm.inputs import (
     check_prompts,
     check_sampling,
@@ -51,7 +52,6 @@ from smcplan.llm.inputs import (
     fit_prompt,
     window_of,
 )
-from smcplan.llm.nucleus import top_p_filter
 from smcplan.llm.prefill import prefill, remember_decoded, supports_prefix_cache
 from smcplan.llm.prefix_cache import DEFAULT_PREFIX_CACHE_BYTES, PrefixCache
 from smcplan.llm.samples import Sample, Usage, _Runtime
@@ -261,59 +261,20 @@ class LanguageModel:
         cache.batch_select_indices(rows)
         ids, mask = pre.input_ids.index_select(0, rows), pre.mask.index_select(0, rows)
         R = len(encoded) * n
-        logq = torch.zeros(R, dtype=torch.float64, device=device)
-        logp = torch.zeros(R, dtype=torch.float64, device=device)
-        done = torch.zeros(R, dtype=torch.bool, device=device)
-        count = torch.zeros(R, dtype=torch.long, device=device)
-        history = ids
-        out_tokens: list[torch.Tensor] = []
-        last_pos = pre.lengths.index_select(0, rows) - 1
-        for _ in range(limit):
-            logits = next_logits.float()
-            raw = torch.log_softmax(logits, dim=-1)
-            scores = proc(history, logits.clone()) if proc is not None else logits
-            if temperature > 0:
-                scores = scores / temperature
-                if top_p < 1.0:
-                    scores = top_p_filter(scores, top_p)
-                lq = torch.log_softmax(scores, dim=-1)
-                token = torch.multinomial(lq.exp(), 1, generator=gen).squeeze(1)
-            else:
-                lq = torch.log_softmax(scores, dim=-1)
-                token = lq.argmax(-1)
-            token = torch.where(done, torch.full_like(token, self.eos_token_id), token)
-            live = ~done
-            logq += torch.where(live, lq.gather(-1, token[:, None]).squeeze(1).double(), 0.0)
-            logp += torch.where(live, raw.gather(-1, token[:, None]).squeeze(1).double(), 0.0)
-            count += live.long()
-            out_tokens.append(token)
-            done = done | torch.isin(token, stop)
-            if bool(done.all()):
-                break
-            history = torch.cat([history, token[:, None]], dim=1)
-            mask = torch.cat([mask, torch.ones_like(token)[:, None]], dim=1)
-            last_pos = last_pos + 1
-            res = self.model(
-                input_ids=token[:, None],
-                attention_mask=mask,
-                position_ids=last_pos[:, None],
-                cache=cache,
-                use_cache=True,
-            )
-            cache, next_logits = res.cache, res.logits[:, -1, :]
+        dec = decode(
+            self.model, cache, next_logits, ids, mask, pre.lengths.index_select(0, rows) - 1,
+            proc, limit=limit, temperature=temperature, top_p=top_p, generator=gen,
+            stop_ids=stop, eos_id=self.eos_token_id,
+        )
+        count, done, logq, logp = dec.count, dec.done, dec.logq, dec.logp
         if self.prefix_cache is not None:  # keep the states of the sampled answers too
-            fed = len(out_tokens) - int(bool(done.all()))  # tokens run through the model
-            toks = torch.stack(out_tokens[:fed], 1).tolist() if fed else [[]] * R
-            kept = [t[: min(int(c), fed)] for t, c in zip(toks, count.tolist(), strict=True)]
-            remember_decoded(self.prefix_cache, pre, cache, rows.tolist(), unique, kept)
+            toks = dec.tokens[:, : dec.fed].tolist()
+            kept = [t[: min(int(c), dec.fed)] for t, c in zip(toks, count.tolist(), strict=True)]
+            remember_decoded(self.prefix_cache, pre, dec.cache, rows.tolist(), unique, kept)
         self.usage.calls += 1
         self.usage.prompt_tokens += int(sum(len(r) for r in unique))  # each distinct one once
         self.usage.generated_tokens += int(count.sum())
-        gen_ids = (
-            torch.stack(out_tokens, dim=1).cpu()
-            if out_tokens
-            else torch.zeros((R, 0), dtype=torch.long)
-        )
+        gen_ids = dec.tokens.cpu()
         samples: list[Sample] = []
         for i in range(R):
             all_toks = gen_ids[i, : int(count[i])].tolist()

@@ -66,10 +66,28 @@ def load_model(
     ``"openai:<base_url>#<model>"`` (e.g. ``"openai:http://127.0.0.1:8000/v1#smollm2-135m"``)
     connects to a serving engine instead (vLLM, SGLang, llama.cpp server) and returns a
     :class:`~smcplan.llm.remote.RemoteLanguageModel`; ``remote`` keywords (``engine``,
-    ``tokenizer``, ``timeout``, ``retries``, ``api_key``) go to it. Quantisation, device and
-    dtype are then the server's business and must be left unset (the engine keeps its own
+    ``tokenizer``, ``timeout``, ``retries``, ``api_key``, ``window``) go to it. Quantisation,
+    device and dtype are then the server's business and must be left unset (the engine keeps its own
     prefix cache; ``prefix_cache``/``prefix_cache_bytes`` apply to local models only).
+
+    ``"llamacpp:<name or .gguf>"`` (``"llamacpp:"`` alone: the packaged SmolLM2 GGUF) runs the
+    GGUF on llama.cpp in this process (:class:`~smcplan.llm.llamacpp_local.LlamaCppLanguageModel`;
+    ``threads``, default 1, and the keywords ``n_ctx`` and ``tokenizer`` go to it).
     """
+    if isinstance(name_or_path, str) and name_or_path.startswith("llamacpp:"):
+        from smcplan.llm.llamacpp_local import LlamaCppLanguageModel
+
+        local = {"quantization": quantization, "device": device, "dtype": dtype}
+        given = sorted(k for k, v in local.items() if v is not None)
+        if given:
+            raise ValueError(
+                f"{given} cannot be set for the llama.cpp model {name_or_path!r}: the GGUF file "
+                "decides them; leave them unset"
+            )
+        name = name_or_path[len("llamacpp:") :] or "smollm2-135m"
+        return LlamaCppLanguageModel(
+            name, seed=seed, threads=1 if threads is None else threads, **remote
+        )
     if isinstance(name_or_path, str) and name_or_path.startswith("openai:"):
         from smcplan.llm.remote import RemoteLanguageModel, parse_remote
 

@@ -11,12 +11,17 @@ what each engine can and cannot do: :mod:`smcplan.llm.remote_engines`.
 
 Differences from the in-process model, by construction:
 
-* ``Sample.logp`` is the engine's log-probability of the sampled tokens under the raw model;
-  ``Sample.logq`` is set to the same value, because no engine returns the density of its own
-  masked, tempered proposal. Weights that divide by q (``weighting="twisted"``) therefore
-  treat remote proposals as draws from the model itself. With llama.cpp both are NaN: its
-  server sorts the whole vocabulary in Python for each reported token, which would cost more
-  than the sampling itself.
+* ``Sample.logp`` is the engine's log-probability of the sampled tokens under the raw model.
+  ``Sample.logq``, the log-density of the proposal that drew them, is known only when that
+  proposal is the model itself: no output type, and ``temperature=1, top_p=1`` (then q = p)
+  or ``temperature=0`` (the local backend's convention: log-prob under the unmasked softmax,
+  = ``logp``). Otherwise no engine returns the density of its masked, tempered proposal and
+  ``logq`` is NaN, so a twisted SMC weight (p/q) fails loudly instead of silently using 1.
+  With llama.cpp ``logp`` is NaN too: its server sorts the whole vocabulary in Python for each
+  reported token, which would cost more than the sampling itself.
+* ``truncation=None | "left"`` and the context-window check work as in-process
+  (:mod:`smcplan.llm.inputs`) with the window of the client's model config; a left-truncated
+  prompt is sent as token ids (vLLM, SGLang) or as the text of those ids (llama.cpp).
 * the engine's random generator is seeded per request (``seed``), so a run is reproducible on
   the same engine build, but the numbers differ from the local model's.
 
@@ -37,10 +42,17 @@ import numpy as np
 from smcplan.llm.remote_engines import ENGINES, detect_engine, score_rows, structured_fields
 from smcplan.llm.remote_http import HttpClient
 
-__all__ = ["RemoteLanguageModel", "RemoteSpecError", "parse_remote", "PREFIX"]
+__all__ = ["RemoteLanguageModel", "RemoteSpecError", "parse_remote", "proposal_is_model", "PREFIX"]
 
 PREFIX = "openai:"
 _DEFAULT_TEXT_TOKENS = 64
+
+
+def proposal_is_model(constrained: bool, temperature: float, top_p: float) -> bool:
+    """Whether a sample's proposal density q equals the model's p (so ``logq = logp``): an
+    unconstrained draw at ``temperature=1, top_p=1``, or greedy (``temperature=0``, whose
+    ``logq`` the local backend also reports under the unmasked softmax)."""
+    return not constrained and (temperature == 0 or (temperature == 1 and top_p == 1))
 
 
 class RemoteSpecError(ValueError):
@@ -106,7 +118,9 @@ class RemoteLanguageModel:
     ``engine``: ``"vllm"``, ``"sglang"``, ``"llamacpp"`` or ``"openai"`` (sampling only);
     ``None`` detects it from ``GET /models``. ``tokenizer``: where the client tokenizer comes
     from (default: ``model``, resolved like :func:`smcplan.llm.load_model`). ``timeout``,
-    ``retries``: per request (:class:`~smcplan.llm.remote_http.HttpClient`).
+    ``retries``: per request (:class:`~smcplan.llm.remote_http.HttpClient`). ``window``: the
+    context window in tokens (default: the model config's ``max_position_embeddings``; pass the
+    server's, e.g. llama.cpp's ``--n_ctx``, when it is smaller).
     """
 
     def __init__(
@@ -120,6 +134,7 @@ class RemoteLanguageModel:
         timeout: float = 120.0,
         retries: int = 3,
         api_key: str | None = None,
+        window: int | None = None,
     ) -> None:
         from smcplan.llm.lm import Usage
 
@@ -136,10 +151,14 @@ class RemoteLanguageModel:
         self.served_model = model
         self.name = f"{PREFIX}{base_url}#{model}"
         self.tokenizer, path = _load_tokenizer(tokenizer or model)
+        if window is not None and (not isinstance(window, int) or window < 2):
+            raise ValueError(f"window must be an int >= 2 (tokens); got {window!r}")
         self.model = SimpleNamespace(
-            config=SimpleNamespace(max_position_embeddings=_window(path))
+            config=SimpleNamespace(max_position_embeddings=window or _window(path))
         )  # only the context window, read by smcplan.agents.context.model_window
         self.usage = Usage()
+        #: llama.cpp rows by scoring path: forced / retried / echo (smcplan.llm.remote_llamacpp)
+        self.scoring_paths: dict[str, int] = {}
         self._rng = np.random.default_rng(seed)
         eos = self.tokenizer.eos_token_id
         if eos is None:
@@ -174,6 +193,15 @@ class RemoteLanguageModel:
 
     def _decode(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode(list(ids), skip_special_tokens=True)
+
+    def _fitted(self, prompt, prefix, need, window, truncation, row, fit_prompt):
+        """``(text, ids)`` of a prompt that fits the window (``truncation="left"``: its last
+        tokens, the text being their decoding), else ``ContextOverflowError``."""
+        text, ids = self.format_prompt(prompt, prefix), self.encode_prompt(prompt, prefix)
+        kept = fit_prompt(ids, need, window, truncation, row, self.name)
+        if len(kept) < len(ids):
+            text = self.tokenizer.decode(kept, skip_special_tokens=False)
+        return text, kept
 
     # ------------------------------------------------------------------ sampling
     def _request(self, prompt_ids: list[int], text: str, fields: dict[str, Any], n: int, seed: int):
@@ -226,10 +254,12 @@ class RemoteLanguageModel:
         max_new_tokens: int | None = None,
         seed: int | None = None,
         assistant_prefix: str | Sequence[str] = "",
+        truncation: str | None = None,
     ) -> list[list[Any]]:
         """Draw ``n`` samples per prompt on the engine; returns ``[prompt][sample]`` like
-        :meth:`smcplan.llm.lm.LanguageModel.sample` (``logq`` = ``logp``: module docstring)."""
+        :meth:`smcplan.llm.lm.LanguageModel.sample` (``logq``: module docstring)."""
         from smcplan.llm.constrained import GenerationError, output_spec, spec_regex
+        from smcplan.llm.inputs import check_truncation, fit_prompt
         from smcplan.llm.lm import Sample
 
         if isinstance(prompts, str):
@@ -247,10 +277,14 @@ class RemoteLanguageModel:
         )
         if len(prefixes) != len(prompts):
             raise ValueError(f"got {len(prefixes)} assistant prefixes for {len(prompts)} prompts")
+        truncation = check_truncation(truncation)
         spec = output_spec(output_type)
         bound = spec.max_bytes + 1 if spec.max_bytes is not None else None
         limit = max_new_tokens if max_new_tokens is not None else (bound or _DEFAULT_TEXT_TOKENS)
         regex = spec_regex(spec) if spec.term is not None else None
+        q_is_p = proposal_is_model(spec.term is not None, temperature, top_p)
+        window = self.model.config.max_position_embeddings
+        need = 1 if truncation is None or window is None else min(limit, window - 1)
         fields = {
             **structured_fields(self.engine, spec, regex),
             "max_tokens": int(limit),
@@ -261,8 +295,9 @@ class RemoteLanguageModel:
         base = self.derive_seed(seed)
         result = []
         for i, (p, a) in enumerate(zip(prompts, prefixes, strict=True)):
-            text = self.format_prompt(p, a)
-            ids = self.encode_prompt(p, a)
+            text, ids = self._fitted(p, a, need, window, truncation, i, fit_prompt)
+            if window is not None:
+                fields["max_tokens"] = int(min(limit, window - len(ids)))
             rows = self._request(ids, text, fields, n, (base + 7919 * i) % 2**31)
             self.usage.calls += 1
             self.usage.prompt_tokens += len(ids)
@@ -284,7 +319,13 @@ class RemoteLanguageModel:
                     if finished:
                         raise
                     value = None
-                group.append(Sample(value, out_text, logp, logp, len(toks), finished, toks))
+                logq = logp if q_is_p else float("nan")
+                group.append(
+                    Sample(
+                        value, out_text, logq=logq, logp=logp, num_tokens=len(toks),
+                        finished=finished, token_ids=toks,
+                    )
+                )  # fmt: skip
             result.append(group)
         return result
 
@@ -302,14 +343,18 @@ class RemoteLanguageModel:
         continuations: Sequence[str],
         add_eos: bool = False,
         assistant_prefix: str | Sequence[str] = "",
+        truncation: str | None = None,
         **_: Any,
     ) -> np.ndarray:
         """``log p(continuations[i] | prompts[i])`` on the engine, shape ``(len(prompts),)``.
 
         Raises :class:`~smcplan.llm.remote_http.EngineLacksFeature` where the engine cannot
-        score given tokens. Extra keywords of the local method (``reuse_cache``…) are accepted
-        and ignored (the engine caches prefixes itself).
+        score given tokens, and ``ContextOverflowError`` for a row longer than the window unless
+        ``truncation="left"`` (as in-process). Extra keywords of the local method
+        (``reuse_cache``…) are accepted and ignored (the engine caches prefixes itself).
         """
+        from smcplan.llm.inputs import check_truncation, fit_prompt
+
         if isinstance(prompts, str) or isinstance(continuations, str):
             raise TypeError(
                 "prompts and continuations must be lists (one entry per row), not strings"
@@ -323,16 +368,18 @@ class RemoteLanguageModel:
         )
         if len(prefixes) != len(prompts):
             raise ValueError(f"got {len(prefixes)} assistant prefixes for {len(prompts)} prompts")
+        truncation = check_truncation(truncation)
         if not prompts:
             return np.zeros(0)
-        memo: dict[tuple[str, str], tuple[str, list[int]]] = {}
+        window = self.model.config.max_position_embeddings
+        memo: dict[tuple[str, str, int], tuple[str, list[int]]] = {}
         p_ids, texts, c_ids = [], [], []
-        for p, a, c in zip(prompts, prefixes, continuations, strict=True):
-            key = (p if isinstance(p, str) else repr(list(p)), a)
-            if key not in memo:
-                memo[key] = (self.format_prompt(p, a), self.encode_prompt(p, a))
-            ptext, pid = memo[key]
+        for i, (p, a, c) in enumerate(zip(prompts, prefixes, continuations, strict=True)):
             cid = self.encode_continuation(c, add_eos)
+            key = (p if isinstance(p, str) else repr(list(p)), a, len(cid))
+            if key not in memo:
+                memo[key] = self._fitted(p, a, len(cid), window, truncation, i, fit_prompt)
+            ptext, pid = memo[key]
             p_ids.append(pid)
             c_ids.append(cid)
             texts.append((ptext, c, add_eos))
@@ -349,6 +396,7 @@ class RemoteLanguageModel:
             self.bos_token_id,
             self.tokenizer.convert_ids_to_tokens(self.eos_token_id),
             self._decode,
+            self.scoring_paths,
         )
         return np.asarray(scores, dtype=np.float64)
 

@@ -13,17 +13,10 @@ Scoring ``log p(c | x) = Σ_j log p(c_j | x, c_<j)`` needs the engine to return 
   holds ``(logprob, token_id, ·)`` per input position; the last ``|c|`` entries are checked
   against ``c``'s ids. The radix cache keeps the shared prompt. Output types: ``regex`` /
   ``json_schema`` sampling parameters.
-* **llama.cpp** (llama-cpp-python's server, started with ``--logits_all true``): its
-  ``/v1/completions`` takes text only, so ``x + c`` is sent as text with ``echo=true``,
-  ``logprobs=0``, ``max_tokens=1``. *Known defect (llama-cpp-python 0.3.36,
-  ``Llama._create_completion``):* the echo path pairs prompt token ``k`` with row ``k`` of the
-  logits after stripping one leading BOS token. Row ``k`` belongs to the token *before* ``k``
-  only when the prompt began with BOS; otherwise every prompt log-prob is read one row late
-  (the model's probability of the token at its own position: −11.0 instead of −1.17 for
-  " is" after "The coin"). Tokens equal to BOS inside the prompt are also dropped from the
-  lists. Workaround here: the prompt's first token must be BOS (ChatML prompts of SmolLM2 start
-  with ``<|im_start|>``, its BOS); the tail of the lists is then exact and is matched to
-  ``c``'s tokens. A prompt that does not start with BOS raises :class:`EngineLacksFeature`.
+* **llama.cpp** (llama-cpp-python's server, started with ``--logits_all true``): text prompts
+  only, and its echo log-probs are misaligned without a leading BOS and slow. Each continuation
+  is forced as the *completion* of the prompt (GBNF literal, greedy, streamed, ``logprobs``),
+  end-of-turn read from the next step's top log-probs: :mod:`smcplan.llm.remote_llamacpp`.
   Output types: a GBNF ``grammar`` translated from the same regex outlines uses
   (:mod:`smcplan.llm.gbnf`).
 * any other OpenAI-compatible server: sampling only; scoring raises
@@ -47,7 +40,7 @@ ENGINES = ("vllm", "sglang", "llamacpp", "openai")
 SCORING = {
     "vllm": "echo + logprobs on token ids (/v1/completions)",
     "sglang": "return_logprob + logprob_start_len (/generate)",
-    "llamacpp": "echo + logprobs with logits_all (prompt must start with BOS)",
+    "llamacpp": "forced completion + streamed logprobs with logits_all (/v1/completions)",
 }
 _BATCH_ROWS = 32
 
@@ -120,100 +113,6 @@ def _score_sglang(http, full: list[list[int]], plen: list[int]) -> list[float]:
     return out
 
 
-def _echo_llamacpp(http, model, text, full, plen, bos, decode, i) -> float:
-    """Exact but costly: llama-cpp-python sorts the whole vocabulary in Python for every echoed
-    token (seconds per row for a few hundred prompt tokens on a CPU)."""
-    if bos is None or not full or full[0] != bos:
-        raise EngineLacksFeature(
-            "llama.cpp (llama-cpp-python server): echo log-probs are exact only for prompts "
-            "that start with the BOS token (llama-cpp-python pairs each prompt token with "
-            "the logits row of the next position otherwise); this prompt starts with token "
-            f"{full[:1]} and BOS is {bos}. Use vLLM or SGLang, or a chat template that "
-            "begins with BOS"
-        )
-    body = {
-        "model": model,
-        "prompt": text,
-        "max_tokens": 1,
-        "temperature": 0.0,
-        "echo": True,
-        "logprobs": 0,
-    }
-    choice = http.post("/completions", body)["choices"][0]
-    vals, toks = choice["logprobs"]["token_logprobs"], choice["logprobs"]["tokens"]
-    # the lists end with the continuation, then the one generated token unless generation
-    # stopped at end-of-generation (finish_reason "stop"). The server tokenizes prompt +
-    # continuation as one text, so the first continuation token may also cover the prompt's
-    # last characters (e.g. "Action: " + "take" -> " take"): take the shortest tail whose text
-    # ends with the continuation's text.
-    end = len(vals) - (0 if choice.get("finish_reason") == "stop" else 1)
-    want = "".join(decode([t]) for t in full[plen:]).replace("\ufffd", "")
-    for k in range(1, end + 1):
-        if "".join(toks[end - k : end]).replace("\ufffd", "").endswith(want) and want:
-            break
-    else:
-        raise RemoteLMError(
-            f"llama.cpp: the echoed tokens of row {i} do not end with the continuation {want!r}"
-        )
-    tail_vals = vals[end - k : end]
-    if None in tail_vals:
-        raise RemoteLMError(f"llama.cpp: row {i} has no log-prob for a continuation token")
-    return float(sum(tail_vals))
-
-
-def _forced_llamacpp(http, model, ptext, ctext, cont, add_eos, decode) -> float | None:
-    """Cheap path: force the continuation as the *completion* (a GBNF literal, greedy, its own
-    token ids boosted by ``logit_bias``); llama-cpp-python reports raw log-probs of completion
-    tokens correctly. ``log p(EOS | x, c)`` is the top-1 entry of one more forced step, which
-    llama-cpp-python keys by the token's text: ``""`` for end-of-turn. ``None`` when that does
-    not identify it (EOS not the most likely next token) or the tokens differ: the caller then
-    falls back to :func:`_echo_llamacpp`."""
-    from smcplan.llm.gbnf import regex_to_gbnf
-
-    m = len(cont)
-    if m == 0 and not add_eos:
-        return 0.0
-    body = {
-        "model": model,
-        "prompt": ptext,
-        "max_tokens": m + int(add_eos),
-        "temperature": 0.0,
-        "top_k": 0,
-        "min_p": 0.0,
-        "repeat_penalty": 1.0,
-        "seed": 0,
-        "grammar": regex_to_gbnf(re.escape(ctext) + ("." if add_eos else "")),
-        "logprobs": 1,
-        "logit_bias": {str(t): 30.0 for t in set(cont)},
-    }
-    lp = http.post("/completions", body)["choices"][0].get("logprobs") or {}
-    toks, vals, tops = (
-        lp.get("tokens", []),
-        lp.get("token_logprobs", []),
-        lp.get("top_logprobs", []),
-    )
-    want = [decode([t]).replace("\ufffd", "") for t in cont]
-    if [t.replace("\ufffd", "") for t in toks[:m]] != want or None in vals[:m]:
-        return None
-    score = float(sum(vals[:m]))
-    if add_eos:
-        top = tops[m] if len(tops) > m and tops[m] else {}
-        if "" not in top:
-            return None
-        score += float(top[""])
-    return score
-
-
-def _score_llamacpp(http, model, rows, bos, decode) -> list[float]:
-    out: list[float] = []
-    for i, r in enumerate(rows):
-        got = _forced_llamacpp(http, model, r["ptext"], r["ctext"], r["cont"], r["add_eos"], decode)
-        if got is None:
-            got = _echo_llamacpp(http, model, r["text"], r["full"], r["plen"], bos, decode, i)
-        out.append(got)
-    return out
-
-
 def score_rows(
     engine: str,
     http: HttpClient,
@@ -224,10 +123,11 @@ def score_rows(
     bos: int | None,
     eos_text: str,
     decode,
+    stats: dict[str, int] | None = None,
 ) -> list[float]:
     """``log p(cont | prompt)`` per row through ``engine`` (module docstring); ``texts`` holds
     per row (prompt text, continuation text, whether ``cont_ids`` ends with the end-of-turn
-    token, whose text is ``eos_text``)."""
+    token, whose text is ``eos_text``); ``stats`` counts llama.cpp rows by scoring path."""
     full = [p + c for p, c in zip(prompt_ids, cont_ids, strict=True)]
     plen = [len(p) for p in prompt_ids]
     if engine == "vllm":
@@ -235,19 +135,13 @@ def score_rows(
     if engine == "sglang":
         return _score_sglang(http, full, plen)
     if engine == "llamacpp":
+        from smcplan.llm.remote_llamacpp import LlamaCppRow, score_llamacpp
+
         rows = [
-            {
-                "ptext": pt,
-                "ctext": ct,
-                "cont": c[:-1] if add_eos else c,
-                "add_eos": add_eos,
-                "text": pt + ct + (eos_text if add_eos else ""),
-                "full": f,
-                "plen": n,
-            }
-            for (pt, ct, add_eos), c, f, n in zip(texts, cont_ids, full, plen, strict=True)
+            LlamaCppRow(pt, p, ct, c[:-1] if add_eos else c, add_eos, eos_text)
+            for (pt, ct, add_eos), p, c in zip(texts, prompt_ids, cont_ids, strict=True)
         ]
-        return _score_llamacpp(http, model, rows, bos, decode)
+        return score_llamacpp(http, model, rows, bos, decode, stats)
     raise EngineLacksFeature(
         f"the engine at {http.base_url} ({engine!r}: not recognised as vLLM, SGLang or "
         "llama-cpp-python) cannot score a fixed continuation: that needs prompt log-probs "

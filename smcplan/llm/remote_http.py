@@ -5,6 +5,9 @@ or answers 429 / 502 / 503 / 504, at most ``retries`` times, sleeping
 ``backoff * 2**k`` seconds (capped at ``max_backoff``) before retry ``k + 1``. Other HTTP
 errors are not retried: they mean the request itself is wrong.
 
+``post_events`` reads a server-sent-events answer (``stream: true``): the ``data:`` lines up to
+``[DONE]``, each decoded as JSON.
+
 Standard library only (``urllib``), so the remote backend needs neither torch nor an HTTP
 package on the client. Must not import ``smcplan.memory`` or ``smcplan.envs``.
 """
@@ -86,8 +89,10 @@ class HttpClient:
         body: Any = None,
         root: bool = False,
         retries: int | None = None,
+        events: bool = False,
     ) -> Any:
-        """Send one request (retried as the module docstring says); return the decoded JSON."""
+        """Send one request (retried as the module docstring says); return the decoded JSON
+        (``events=True``: the list of server-sent events' JSON payloads)."""
         url = self.url(path, root)
         data = None if body is None else json.dumps(body).encode()
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
@@ -101,7 +106,8 @@ class HttpClient:
             req = urllib.request.Request(url, data=data, headers=headers, method=method)
             try:
                 with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                    return json.loads(resp.read().decode() or "null")
+                    text = resp.read().decode()
+                return _events(text) if events else json.loads(text or "null")
             except urllib.error.HTTPError as exc:
                 detail = exc.read().decode(errors="replace")[:500]
                 if exc.code in _RETRY_STATUS:
@@ -123,5 +129,22 @@ class HttpClient:
     def post(self, path: str, body: Any, root: bool = False) -> Any:
         return self.request("POST", path, body, root)
 
+    def post_events(self, path: str, body: Any, root: bool = False) -> list[Any]:
+        """POST ``body`` (which should ask for ``stream: true``) and return its events' JSON."""
+        return self.request("POST", path, body, root, events=True)
+
     def get(self, path: str, root: bool = False, retries: int | None = None) -> Any:
         return self.request("GET", path, None, root, retries)
+
+
+def _events(text: str) -> list[Any]:
+    """The JSON payloads of a server-sent-events body (``data: ...`` lines, until ``[DONE]``)."""
+    out = []
+    for line in text.splitlines():
+        if not line.startswith("data:"):
+            continue  # blank separators, ": ping" comments, "event:" lines
+        payload = line[len("data:") :].strip()
+        if payload == "[DONE]":
+            break
+        out.append(json.loads(payload))
+    return out

@@ -78,7 +78,9 @@ def check_vector(x: Any, n: int, what: str, t: int, allow_neg_inf: bool = True) 
         if np.isnan(v).any():
             raise PlanningError(
                 f"step {t}: {what} contains NaN at particles "
-                f"{np.flatnonzero(np.isnan(v))[:5].tolist()}"
+                f"{np.flatnonzero(np.isnan(v))[:5].tolist()} (a remote model reports NaN for "
+                "a density its engine does not return, e.g. the proposal q of a constrained or "
+                "tempered sample: use weighting='nesyfs' or a local model; docs/scale.md)"
             )
         if np.isposinf(v).any():
             raise PlanningError(

@@ -8,12 +8,13 @@ llama-cpp-python is not installed (``pip install 'smcplan[scale]'``; ``make test
 from __future__ import annotations
 
 import json
-import os
+import time
 
 import numpy as np
 import pytest
 
 from smcplan.llm.llamacpp_server import llamacpp_available
+from tests.llm.llamacpp_rows import ACTIONS, OBSERVATIONS, check_ranking, play_react, rows
 
 pytestmark = [
     pytest.mark.slow,
@@ -21,23 +22,6 @@ pytestmark = [
         not llamacpp_available(),
         reason="llama-cpp-python[server] is not installed (pip install 'smcplan[scale]')",
     ),
-]
-
-#: max |remote - local| of a summed action log-prob (nats). Both backends run the same
-#: dequantised Q4_1 weights; llama.cpp multiplies them with Q8-quantised activations, which moves
-#: a token's log-prob by up to ~0.2 nats (issue 14); an action is <= 6 tokens + end-of-turn.
-#: Measured here: max 0.40 nats over these 12 rows (docs/scale.md); bound with margin:
-SCORE_TOL = 1.0
-
-OBSERVATIONS = [
-    "You are in the kitchen. You see a table; on the table is a coin. Exits: north, east.",
-    "You are in the pantry. It is empty. Exits: south.",
-    "You are in the backyard. You see a patio table and a barbecue. Exits: west, north.",
-]
-ACTIONS = [
-    ["take coin", "go north", "go east", "open fridge"],
-    ["go south", "take coin", "look around", "eat apple"],
-    ["go west", "go north", "open barbecue", "take coin"],
 ]
 
 
@@ -63,44 +47,21 @@ def local():
     return load_model(threads=1)
 
 
-def _rows():
-    prompts, conts = [], []
-    for obs, acts in zip(OBSERVATIONS, ACTIONS, strict=True):
-        prompt = [
-            {"role": "system", "content": "You play a text game. Answer with one action."},
-            {"role": "user", "content": f"Task: find the coin.\n{obs}\nWhat do you do?"},
-        ]
-        for a in acts:
-            prompts.append(prompt)
-            conts.append(a)
-    return prompts, conts
-
-
 def test_the_server_is_detected_as_llamacpp_and_serves_the_registry_name(remote):
     assert remote.engine == "llamacpp"
     assert remote.tokenizer.convert_ids_to_tokens(remote.bos_token_id) == "<|im_start|>"
 
 
 def test_remote_logprob_ranks_admissible_actions_like_the_local_model(remote, local):
-    # the prefix ends before the space: a llama.cpp server tokenizes prompt + continuation as
-    # one text when it falls back to echo, which then gives the same tokens as the client's
-    prompts, conts = _rows()
+    # the prefix ends before the space, as in the roles' prompts
+    prompts, conts = rows()
     conts = [" " + c for c in conts]
+    before = dict(remote.scoring_paths)
     r = remote.logprob(prompts, conts, add_eos=True, assistant_prefix="Action:")
     l_ = local.logprob(prompts, conts, add_eos=True, assistant_prefix="Action:")
-    print("max |remote - local| =", float(np.max(np.abs(r - l_))), "over", len(r), "rows")
-    assert np.all(np.isfinite(r)) and np.all(r < 0)
-    assert np.max(np.abs(r - l_)) < SCORE_TOL, np.abs(r - l_)
-    start = 0
-    for acts in ACTIONS:
-        rr, ll = r[start : start + len(acts)], l_[start : start + len(acts)]
-        start += len(acts)
-        assert int(np.argmax(rr)) == int(np.argmax(ll))  # the greedy action is the same
-        # every pair the local model orders by more than twice the tolerance, the server orders too
-        for i in range(len(acts)):
-            for j in range(len(acts)):
-                if ll[i] - ll[j] > 2 * SCORE_TOL:
-                    assert rr[i] > rr[j], (acts[i], acts[j], ll[i], ll[j], rr[i], rr[j])
+    # measured: 11 rows in one request, "look around" (end-of-turn beyond the top 200) in 6
+    assert remote.scoring_paths.get("echo", 0) == before.get("echo", 0), remote.scoring_paths
+    check_ranking(r, l_)
 
 
 def test_remote_constrained_outputs_parse(remote):
@@ -146,33 +107,53 @@ def test_remote_roles_keep_their_guarantees(remote):
     assert len(verdicts) == 1
 
 
-@pytest.mark.skipif(
-    not os.environ.get("SMCPLAN_REMOTE_AGENT_TEST"),
-    reason=(
-        "a ReAct step through the llama.cpp server scores every admissible action by forced "
-        "decoding (and the slow echo path when end-of-turn is not the top token): in the CI dry "
-        "run it had not finished 3 steps after 8 min on one thread, so it runs only with "
-        "SMCPLAN_REMOTE_AGENT_TEST=1 (docs/scale.md)"
-    ),
-)
 def test_react_runs_three_steps_on_twx_coin_through_the_server(remote):
-    from smcplan.agents import make
-    from smcplan.envs import make as make_env
+    # every admissible action is scored by forced decoding (one request per action, a few more
+    # when end-of-turn is not among the top 20 tokens): ~20 s per step on one core (docs/scale.md)
+    paths = dict(remote.scoring_paths)
+    t0 = time.monotonic()
+    play_react(remote, steps=3)
+    print(f"3 ReAct steps through the server: {time.monotonic() - t0:.1f} s", remote.scoring_paths)
+    assert remote.scoring_paths.get("echo", 0) == paths.get("echo", 0)  # no slow fallback
 
-    env = make_env("twx:coin", split="dev", max_steps=50)
-    try:
-        agent = make("react", lm=remote, seed=0)
-        obs, info = env.reset(10000)
-        actions = list(info["admissible_actions"])
-        agent.reset(env.task, obs, actions)
-        for _ in range(3):
-            calls = remote.usage.calls
-            step = agent.act(obs, actions, info)
-            assert step.action in actions and step.thought
-            assert remote.usage.calls > calls
-            obs, _, done, info = env.step(step.action)
-            if done:
-                break
-            actions = list(info["admissible_actions"])
-    finally:
-        env.close()
+
+def test_forced_scores_equal_the_servers_own_echo_scores(remote):
+    # The echo path is exact for prompts that begin with BOS (ChatML's <|im_start|>) but costs a
+    # vocabulary sort per prompt token. Sent right after a row's forced request, it re-evaluates
+    # only end-of-turn and reads the very logits rows the forced request computed, so the two
+    # must agree to float precision: this checks which entries the forced path reads, the
+    # end-of-turn one above all. (Evaluated in one batch instead of token by token, the same
+    # tokens get llama.cpp logits up to ~0.25 nats apart: another kernel path.)
+    # Rows: end-of-turn in the top 20 (0, 1), and beyond the top 200 ("look around", 6).
+    from smcplan.llm.remote_llamacpp import LlamaCppRow, _echo, score_llamacpp
+
+    prompts, conts = rows()
+    stats: dict[str, int] = {}
+    for i in (0, 1, 6):
+        p = remote.format_prompt(prompts[i], "Action:")
+        ids = remote.encode_prompt(prompts[i], "Action:")
+        c = " " + conts[i]
+        row = LlamaCppRow(p, ids, c, remote.encode_continuation(c), True, "<|im_end|>")
+        args = (remote.http, remote.served_model)
+        (forced,) = score_llamacpp(*args, [row], remote.bos_token_id, remote._decode, stats)
+        echo = _echo(*args, row, remote.bos_token_id, remote._decode, i)
+        assert forced == pytest.approx(echo, abs=1e-4), (i, forced, echo)
+    assert stats.get("echo", 0) == 0 and stats.get("retried", 0) >= 1, stats
+
+
+def test_the_context_window_is_checked_and_left_truncation_works_remotely(server):
+    from smcplan.llm import load_model
+    from smcplan.llm.inputs import ContextOverflowError
+
+    short = load_model(f"openai:{server}#smollm2-135m", timeout=300, window=64)
+    long = ["The coin is on the table in the kitchen, next to a red apple and a knife. " * 6]
+    with pytest.raises(ContextOverflowError, match="truncation='left'"):
+        short.sample(long, max_new_tokens=4, seed=0)
+    with pytest.raises(ContextOverflowError, match="context window"):
+        short.logprob(long, [" take coin"])
+    ((sample,),) = short.sample(long, max_new_tokens=4, seed=0, truncation="left")
+    assert 1 <= sample.num_tokens <= 4
+    (score,) = short.logprob(long, [" take coin"], add_eos=True, truncation="left")
+    assert np.isfinite(score) and score < 0
+    with pytest.raises(ValueError, match="window"):
+        load_model(f"openai:{server}#smollm2-135m", window=1)

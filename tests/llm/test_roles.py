@@ -95,6 +95,28 @@ def test_action_proposal_with_thought(tiny):
         assert p.thought_logq < 0
 
 
+def test_a_thought_is_one_line_ended_by_the_first_line_break(tiny):
+    """The proposal's thought grammar: text, then at most one line break, after which only
+    end-of-sequence is allowed (ReAct's one-line thought stops there, not at the token cap)."""
+    from outlines.types import Regex
+
+    assets = load_role("proposal")
+    regex = Regex(assets.settings["thought_regex"])
+    samples = tiny.sample(["t"], regex, n=64, temperature=2.0, max_new_tokens=48, seed=3)[0]
+    ended = [s for s in samples if s.text.endswith("\n")]
+    assert ended  # the seeded draws include line breaks (random weights: ~1/512 per token)
+    for s in samples:
+        assert "\n" not in s.text.rstrip("\n") and s.text.count("\n") <= 1
+    for s in ended:  # the line break closed the answer: the next draw was end-of-sequence
+        assert s.finished and s.token_ids[-1] == tiny.eos_token_id
+        assert tiny.tokenizer.decode(s.token_ids[-2:-1]).endswith("\n")
+    # the role strips the line break (its prefix template writes "\nAction: " itself)
+    props = ActionProposal(tiny, think=True, thought_temperature=2.0)(
+        ["t"] * 3, [[]] * 3, OBS, ACTIONS, seed=5
+    )
+    assert all(p.thought and not p.thought.endswith("\n") for p in props)
+
+
 def test_action_proposal_rejects_empty_admissible_set(tiny):
     with pytest.raises(ValueError, match="particle 1: admissible actions must be a non-empty list"):
         ActionProposal(tiny)(["t", "t"], [[], []], ["o", "o"], [["a"], []])

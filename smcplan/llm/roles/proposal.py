@@ -19,7 +19,9 @@ may be inadmissible; ``logq`` is then the constrained sampler's log-probability 
 ``logp`` the model's, and ``log_probs`` is empty.
 
 With ``think=True`` a thought is first sampled for every particle in one batched call, constrained
-by the role's ``thought_regex`` and cut at ``thought_max_new_tokens`` (``role.json``); its
+by the role's ``thought_regex`` and cut at ``thought_max_new_tokens`` (``role.json``). The
+proposal's thought is one line, as in ReAct (Yao et al. 2023): it ends at the model's first line
+break (which the grammar then closes), not at the token cap; its
 log-probability is reported as ``thought_logq`` (q of the thought, an auxiliary variable of the
 proposal).
 
@@ -114,7 +116,10 @@ def _thoughts(lm, assets, prompts, prefixes, temperature, seed) -> tuple[list[st
         seed=seed,
         assistant_prefix=prefixes,
     )
-    return [s[0].text for s in samples], [s[0].logq for s in samples]
+    # a thought may end with a newline (then the grammar allows only end-of-sequence): the
+    # line break is where "Action: ..." begins, and the prefix template writes it itself
+    texts = [s[0].text[:-1] if s[0].text.endswith("\n") else s[0].text for s in samples]
+    return texts, [s[0].logq for s in samples]
 
 
 class ActionProposal(Role):
