@@ -1,5 +1,5 @@
 # Two commands for a fresh machine (see README.md):
-#   make demo   -- create .venv on first use, then run the main job (slow thinking, oracle world model)
+#   make demo   -- create .venv on first use, then run the main job (NeSyFS: SmolLM2 + oracle slow thinking)
 #   make test   -- create .venv on first use, then run the whole test suite
 PY      ?= python3.11
 VENV    := .venv
@@ -15,7 +15,7 @@ export TOKENIZERS_PARALLELISM := false
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: setup setup-scale demo demo-lm test lint bench bench-full clean
+.PHONY: setup setup-scale demo demo-oracle demo-lm test lint bench bench-full clean
 
 setup: $(STAMP)
 
@@ -38,20 +38,32 @@ $(SCALE_STAMP): $(STAMP)
 		$(BIN)/python -m pip install -q -c requirements/constraints.txt -e ".[scale]"
 	touch $(SCALE_STAMP)
 
-# The main job: NeSyFS's slow thinker on a real TextWorldExpress game (coin, dev seed 10000), planning
-# every step with the simulator world model -- each of 8 particles steps its own clone of the game
-# 3 steps ahead (an ORACLE world model, labelled so in the output) -- weighted by the env + novelty
-# twists.  The printed trajectory names, at every step, the particles' first actions with their
-# weights and which twist decided.  (Plain NeSyFS with SmolLM2 loops on this seed: make demo-lm.)
-# Step records land in runs/demo/ (viewer: `smcplan report runs/demo`).
-DEMO_ARGS ?= --env twx:coin --agent nesyfs --seeds 10000 --max-steps 25 \
-	--agent-arg world_model=simulator --agent-arg progress=env+novelty \
+# The main job: NeSyFS on a real TextWorldExpress game (coin, dev seed 10000) with the embedded
+# SmolLM2-135M as its fast module (ReAct-style action proposal) checked by reflection.  When
+# reflection turns down K=2 proposals, or the fast action would repeat a step already taken at the
+# same observation (loop_guard), the slow thinker takes over for that step with the simulator
+# world model -- each of 16 particles steps its own clone of the game 3 steps ahead (an ORACLE world
+# model, labelled so in the output) -- weighted by the env + task twists.  The printed thought of a
+# planner step names why it ran, the particles' first actions with their weights and which twist
+# decided.  Step records land in runs/demo/ (viewer: `smcplan report runs/demo`).
+# make demo-oracle: the slow thinker alone, every step, no LLM call (seconds).
+# make demo-lm: NeSyFS with SmolLM2 as its world model too (no oracle); it loops on this seed.
+DEMO_ARGS ?= --env twx:coin --agent nesyfs --seeds 10000 --max-steps 20 \
+	--agent-arg world_model=simulator --agent-arg progress=env+task \
+	--agent-arg plan_proposal=uniform --agent-arg loop_guard=true --agent-arg max_rejections=2 \
+	--agent-arg num_particles=16 --agent-arg horizon=3 --agent-arg lam=3 --agent-arg choice=max_weight
+DEMO_ORACLE_ARGS ?= --env twx:coin --agent nesyfs --seeds 10000 --max-steps 25 \
+	--agent-arg world_model=simulator --agent-arg progress=env+task \
 	--agent-arg slow_thinking=always --agent-arg plan_proposal=uniform \
 	--agent-arg num_particles=8 --agent-arg horizon=3 --agent-arg lam=3 --agent-arg choice=max_weight
 DEMO_LM_ARGS ?= --env twx:coin --agent nesyfs --seeds 10000 --max-steps 10
 demo: setup
 	rm -rf runs/demo
 	$(BIN)/smcplan eval $(DEMO_ARGS) --out runs/demo --show --no-progress
+
+demo-oracle: setup
+	rm -rf runs/demo-oracle
+	$(BIN)/smcplan eval $(DEMO_ORACLE_ARGS) --out runs/demo-oracle --show --no-progress
 
 demo-lm: setup
 	rm -rf runs/demo-lm

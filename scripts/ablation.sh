@@ -14,6 +14,11 @@ MAX_STEPS=${MAX_STEPS:-25}
 SIM="world_model=simulator slow_thinking=always plan_proposal=uniform num_particles=8 horizon=3 lam=3 choice=max_weight"
 CELLS=(
   "coin-random|twx:coin|20|random|"
+  "coin-sim-env+task|twx:coin|20|nesyfs|$SIM progress=env+task"
+  "coin-sim-env+task-twisted|twx:coin|20|nesyfs|$SIM progress=env+task weighting=twisted"
+  "coin-sim-task|twx:coin|10|nesyfs|$SIM progress=task"
+  "mapreader-sim-env+task|twx:mapreader|20|nesyfs|$SIM progress=env+task"
+  "alfworld-sim-env+task|alfworld:pick_and_place|10|nesyfs|$SIM progress=env+task"
   "coin-sim-env+novelty|twx:coin|20|nesyfs|$SIM progress=env+novelty"
   "coin-sim-novelty|twx:coin|11|nesyfs|$SIM progress=novelty"
   "coin-sim-env|twx:coin|10|nesyfs|$SIM progress=env"

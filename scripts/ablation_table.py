@@ -6,7 +6,8 @@ Per cell (one run directory): n finished episodes (errors excluded and counted),
 Wilson 95% interval, AR (mean final score), repetition per step (RLVMR's repetitive action:
 same action and same observation as an earlier step), LLM calls per step, agent seconds per
 step, slow-thinking calls, and the share of those calls whose weights were degenerate (every
-particle with the same progress at every step), per twist.
+particle with the same progress at every step), for the whole twist and for each part of a sum
+(the part's own delta equal for every particle: ``meta["plan"]["decided_by"]`` does not name it).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ def cell(run: Path) -> dict:
     steps = sum(s["stats"]["total_steps"] for s in ok) or 1
     plans = degenerate = 0
     agent_s = 0.0
+    informative: dict[str, int] = {}
     for s in ok:
         path = run / "episodes" / f"{s['episode']}.steps.jsonl"
         for line in path.read_text().splitlines():
@@ -36,6 +38,10 @@ def cell(run: Path) -> dict:
             if plan:
                 plans += 1
                 degenerate += bool(plan.get("degenerate"))
+                decided = plan.get("decided_by")
+                parts = decided.split("+") if isinstance(decided, str) else decided or ()
+                for part in () if str(decided).startswith(("tie-break", "sampling")) else parts:
+                    informative[part] = informative.get(part, 0) + 1
     lo, hi = wilson_interval(k, n) if n else (None, None)
     return {
         "cell": run.name,
@@ -57,6 +63,14 @@ def cell(run: Path) -> dict:
         "s_per_step": agent_s / steps,
         "plan_calls": plans,
         "degenerate_rate": degenerate / plans if plans else None,
+        # per part of a sum twist: the share of calls in which its delta was equal for every
+        # particle at every step (that part alone carried no information)
+        "degenerate_by_part": {
+            part: 1.0 - informative.get(part, 0) / plans
+            for part in str(agent_config.get("progress", "lm")).split("+")
+        }
+        if plans and config["identity"]["agent"] == "nesyfs"
+        else {},
     }
 
 
@@ -74,9 +88,9 @@ def main() -> None:
     rows = [cell(p) for p in sorted(Path(args.root).iterdir()) if (p / "config.json").exists()]
     print(
         "| cell | env | n (err) | SR % [Wilson 95%] | AR % | rep/step | LLM calls/step | s/step "
-        "| plan calls | degenerate % |"
+        "| plan calls | degenerate % | degenerate % per part |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         sr = f"{fmt(r['sr'], True)} [{fmt(r['sr_lo'], True)}, {fmt(r['sr_hi'], True)}]"
         name = r["cell"] + (" (oracle)" if r["oracle"] else "")
@@ -91,6 +105,7 @@ def main() -> None:
             fmt(r["s_per_step"], digits=1),
             str(r["plan_calls"]),
             fmt(r["degenerate_rate"], True),
+            ", ".join(f"{k} {fmt(v, True)}" for k, v in r["degenerate_by_part"].items()) or "–",
         ]
         print("| " + " | ".join(cols) + " |")
     if args.json:

@@ -97,6 +97,12 @@ class NeSyFSAgent(LLMAgent):
         thought cut by the budget is kept as cut and its Yes/No is scored by the role.
     max_rejections
         K: reflection rejections before slow thinking (3).
+    loop_guard
+        Off by default (the paper has no such rule).  When on, a fast proposal that repeats an
+        executed step (the same action in the same place, as the graph reads the agent's place;
+        the same observation text where it reads none) is rejected as a loop without asking
+        reflection, and slow thinking runs at once
+        (``rec.extra["slow_thinking_reason"] = "loop"``; ``"rejections"`` after K rejections).
     exclude_rejected
         Re-proposals within a step choose among the admissible actions not yet rejected (all of
         them if none is left). The paper feeds back only the reflection's thought; a strong model
@@ -134,6 +140,7 @@ class NeSyFSAgent(LLMAgent):
         reflection_tokens: int | None = 32,
         max_rejections: int = 3,
         exclude_rejected: bool = True,
+        loop_guard: bool = False,
         num_particles: int | None = None,
         horizon: int | None = None,
         lam: float | None = None,
@@ -157,6 +164,8 @@ class NeSyFSAgent(LLMAgent):
         self.use_slow_thinking = self.slow_thinking != "never"
         self.max_rejections = int(max_rejections)
         self.exclude_rejected = bool(exclude_rejected)
+        self.loop_guard = bool(loop_guard)
+        self._pairs: set[tuple[str, str]] = set()  # (place or observation, action) executed
         if self.use_reflection and reflector is None:
             from smcplan.llm import Reflection
 
@@ -220,6 +229,7 @@ class NeSyFSAgent(LLMAgent):
 
     def on_reset(self, task: str, observation: str, admissible: list[str]) -> None:
         self._seen = Seen()
+        self._pairs = set()
         self._observe(observation, None, {})
 
     def _observe(self, observation: str, action: str | None, info: dict[str, Any]) -> None:
@@ -249,19 +259,49 @@ class NeSyFSAgent(LLMAgent):
         if not self.use_reflection:
             cand = fast([])
             rec.proposed(cand.action, cand.thought, cand.logq, cand.logp, cand.source)
-            return Decision(cand.action, cand.thought)
+            return self._remember(observation, Decision(cand.action, cand.thought))
 
+        if self.loop_guard and self.use_slow_thinking:
+            first = fast([])
+            if (self._where(observation), first.action) in self._pairs:
+                # the fast module would repeat a step already taken in this place: a loop
+                rec.proposed(first.action, first.thought, first.logq, first.logp, first.source)
+                rec.rejected_proposal(
+                    first.action, first.thought, "loop",
+                    "repeats a step already taken in this place", score=0.0,
+                )
+                rec.extra["slow_thinking_reason"] = "loop"
+                return self._remember(observation, self.think_slowly(ctx, admissible, rec))
+            pending = [first]
+
+            def fast_first(feedback: list[str]) -> Candidate:
+                return pending.pop() if pending else fast(feedback)
+        else:
+            fast_first = fast
         outcome = self.generate_and_test(
-            fast, lambda c: self.reflect(ctx, c, rec), self.max_rejections, rec
+            fast_first, lambda c: self.reflect(ctx, c, rec), self.max_rejections, rec
         )
         if outcome.accepted is not None:
             rec.executed = "proposal"
-            return Decision(outcome.accepted.action, outcome.accepted.thought)
+            return self._remember(
+                observation, Decision(outcome.accepted.action, outcome.accepted.thought)
+            )
         if self.use_slow_thinking:
-            return self.think_slowly(ctx, admissible, rec)
+            rec.extra["slow_thinking_reason"] = "rejections"
+            return self._remember(observation, self.think_slowly(ctx, admissible, rec))
         best = outcome.best()
         rec.executed = "fallback"
-        return Decision(best.action, best.thought)
+        return self._remember(observation, Decision(best.action, best.thought))
+
+    def _where(self, observation: str) -> str:
+        """The loop guard's notion of "here": the agent's place as the graph reads it (rooms,
+        receptacles), else the observation text."""
+        return f"place:{self._seen.place}" if self._seen.place else observation
+
+    def _remember(self, observation: str, decision: Decision) -> Decision:
+        """Note the executed (place, action) pair (the loop guard's memory)."""
+        self._pairs.add((self._where(observation), decision.action))
+        return decision
 
     def reflect(self, ctx: Context, cand: Candidate, rec: StepRecord) -> Judgement:
         """n reflection samples on ``cand``; accept iff the yes-fraction reaches the threshold."""
@@ -297,8 +337,10 @@ class NeSyFSAgent(LLMAgent):
         world = (
             "oracle world model" if summary["oracle"] else f"{summary['world_model']} world model"
         )
+        why = {"loop": " after a loop", "rejections": f" after {self.max_rejections} rejections"}
         thought = (
-            f"slow thinking ({world}, twist {summary['twist']}): {result.num_particles} particles, "
+            f"slow thinking{why.get(rec.extra.get('slow_thinking_reason'), '')} ({world}, "
+            f"twist {summary['twist']}): {result.num_particles} particles, "
             f"{result.horizon} steps ahead; first actions {first_action_line(summary)}; "
             f"chose '{action}', decided by {summary['decided_by']}"
         )

@@ -32,7 +32,7 @@ __all__ = [
 #: particle steps its own ``clone()`` of the environment (an oracle world model).
 WORLD_MODELS = ("lm", "simulator")
 #: Progress twists; a sum is written with ``+`` (``"env+novelty"``).
-PROGRESS = ("lm", "env", "rlvmr", "novelty")
+PROGRESS = ("lm", "env", "rlvmr", "novelty", "task")
 #: The planner's action proposal: the language model over each particle's admissible actions,
 #: or uniform over them (LLM-free).
 PROPOSALS = ("lm", "uniform")

@@ -1,4 +1,5 @@
-r"""Progress twists of the text planner: ``progress="lm" | "env" | "rlvmr" | "novelty"`` and sums.
+r"""Progress twists of the text planner: ``progress="lm" | "env" | "rlvmr" | "novelty" | "task"``
+and sums.
 
 Each twist scores the N extended particles :math:`x^i_{\le t}` of a planning step with a progress
 :math:`\delta^i_t` (NeSyFS weighting :math:`\omega \leftarrow \omega e^{\lambda\delta}`) and a
@@ -31,6 +32,10 @@ weight :math:`\psi_t/\psi_{t-1} = e^{\delta_t}`, the same pull as NeSyFS with :m
   it does: :math:`\delta_t = 1` for a *corrective* action (the previous step failed and the
   action differs from it) or an *exploring* one (an action or a place new to the episode and the
   path), 0 for a repetition or a failed step; LLM-free;
+* ``"task"`` — progress toward what the task names (the object, then its receptacle, at the
+  places the map read from the observations or the task puts them; the nearest unexplored place
+  while they are unknown): :class:`smcplan.planning.places.TaskProgress`, whose docstring states
+  the math; LLM-free;
 * ``"lm"`` — the model's Yes/No judge (:class:`smcplan.llm.ProgressModel`) on the previous and new
   observation, now also shown the particle's retrieved graph :math:`R(\hat G)` and the triplets
   its new observation added, as the paper specifies
@@ -58,6 +63,7 @@ from smcplan.memory import extract_triplets
 from smcplan.planning.components import Score
 from smcplan.planning.config import DEFAULT_RETRIEVAL, Retrieval, parse_progress
 from smcplan.planning.outcome import DONE_ACTION
+from smcplan.planning.places import PlaceMap, TaskProgress, read_step
 
 __all__ = [
     "Seen",
@@ -75,9 +81,10 @@ _SELF = ("agent", "you", "inventory", "open", "closed", "locked", "empty", "noth
 
 
 class Seen(NamedTuple):
-    """What the episode has seen so far (for ``novelty`` and ``rlvmr``): the places visited,
-    the entities named, the actions executed, whether the last real action failed, the current
-    score, the current place and the steps spent at each place (``visits``: ``(place, n)``)."""
+    """What the episode has seen so far (for ``novelty``, ``rlvmr`` and ``task``): the places
+    visited, the entities named, the actions executed, whether the last real action failed, the
+    current score, the current place, the steps spent at each place (``visits``: ``(place, n)``)
+    and the place map read from every observation (``layout``, :mod:`smcplan.planning.places`)."""
 
     places: frozenset[str] = frozenset()
     entities: frozenset[str] = frozenset()
@@ -86,6 +93,7 @@ class Seen(NamedTuple):
     score: float = 0.0
     place: str | None = None
     visits: tuple[tuple[str, int], ...] = ()
+    layout: PlaceMap = PlaceMap()
 
     def after(
         self, observation: str, action: str | None, info: dict[str, Any], env_kind: str = "auto"
@@ -104,6 +112,7 @@ class Seen(NamedTuple):
             score=float(info.get("score", self.score) or 0.0),
             place=place,
             visits=tuple(sorted(visits.items())),
+            layout=read_step(self.layout, action, observation, env_kind),
         )
 
 
@@ -359,6 +368,8 @@ def make_progress(
             parts.append((name, NoveltyProgress(seen, env_kind)))
         elif name == "rlvmr":
             parts.append((name, ProcessProgress(seen, env_kind)))
+        elif name == "task":
+            parts.append((name, TaskProgress(task, (seen or Seen()).layout, env_kind)))
         else:
             parts.append((name, LMProgress(progress_model, task, retrieval)))
     return SumTwist(parts)

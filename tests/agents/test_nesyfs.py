@@ -192,3 +192,38 @@ def test_the_same_seeds_give_the_same_episode(tiny_lm, household_env):
         runs.append([(p.step.action, p.step.meta["proposals"], p.step.meta["reflection_votes"],
                       p.step.meta["plan"]) for p in played])
     assert runs[0] == runs[1]
+
+
+def test_the_loop_guard_plans_at_once_when_the_fast_action_repeats_a_step(tiny_lm, household_env):
+    # the fast module (the real proposal role, offered only "look") repeats "look"; reflection
+    # says yes.  Step 1 executes it; at step 2 the agent is in the same place (the rule reader of
+    # the observation gives it) and "look" was executed there: a loop, so the planner runs with
+    # no reflection call, and again at step 3 unless the planner moved the agent.
+    from smcplan.llm import ActionProposal
+
+    inner = ActionProposal(tiny_lm)
+
+    def only_look(tasks, triplets, observations, admissible, seed=None, verbs=None):
+        return inner(tasks, triplets, observations, [["look"]] * len(tasks), seed=seed)
+
+    yes = FixedReflection(True)
+    planner = CountingPlanner(SlowThinker(tiny_lm, num_particles=2, horizon=1), yes)
+    agent = make(
+        "nesyfs", lm=tiny_lm, seed=0, reflector=yes, planner=planner, proposer=only_look,
+        loop_guard=True,
+    )
+    played = play(agent, household_env, tiny_lm, seed=0, max_steps=2)
+    metas = [p.step.meta for p in played]
+    assert agent._seen.place is not None  # the guard keys on the place here
+    assert [m["executed"] for m in metas] == ["proposal", "planner"]
+    assert planner.calls == [1] and yes.calls == 1  # no reflection at the loop step
+    loop = metas[1]
+    assert loop["rejected_proposals"][0]["by"] == "loop"
+    assert loop["rejected_proposals"][0]["action"] == "look"
+    assert loop["slow_thinking_reason"] == "loop" and "slow_thinking_reason" not in metas[0]
+    assert played[1].step.thought.startswith("slow thinking after a loop")
+    # off by default: the same agent without the guard executes "look" three times
+    plain = make("nesyfs", lm=tiny_lm, seed=0, reflector=FixedReflection(True), proposer=only_look)
+    assert [p.step.action for p in play(plain, household_env, tiny_lm, seed=0, max_steps=3)] == [
+        "look"
+    ] * 3

@@ -1,0 +1,403 @@
+r"""The task-aware twist ``progress="task"``: a place map read from the observations, the goal the
+task names, and the progress of a particle toward it.
+
+**The map** :math:`M` (:class:`PlaceMap`, pure and immutable; :func:`read_step` adds one step) is
+read from the rule-based triplets of every observation: the places the agent has been in
+(``agent in|at p``), links between places (``p north q``, the map's ``p connects to q``, "You open
+the wood door, revealing the q" after "open door to d" in p, and the move itself), doors (``p
+east door closed``), where each thing was last seen (``coin in pantry``, ``kettle 1 in cabinet 1``)
+and what is held (``... in inventory``).  In ALFWorld every receptacle is one "go to" away
+(``complete``: distance 1 between any two places).
+
+**The frontier** :math:`F(M)`: the known but unvisited places (extra cost 0), the closed doors of
+a place whose other side is unknown (extra cost 2: open, then move) and, in ALFWorld, the
+visited receptacles last seen closed (extra cost 1: open).  :math:`d_M(\ell, p)` is the
+shortest path (a link costs 1, 2 through a door last seen closed) and
+:math:`d_F(\ell) = \min_{(p, c) \in F} d_M(\ell, p) + c`.
+
+**The goal** (:func:`parse_goal`): the object the task names (``coin``, ``kettle``), where the task
+says it is (mapreader: "the coin that is located in the washroom"), the receptacle it must go to
+(``box``, ``countertop``) and where that is ("the box found in the vault").  Stage
+:math:`s = 0` until an object of the goal's type is held, 1 while held, 2 once put in/on the
+receptacle.  The **target** is the goal object's place (stage 0) or the receptacle's (stage 1),
+from the map (nearest instance of the type) or else the task; with no goal (a task this parser
+does not know) the twist explores.
+
+**The cost-to-go** :math:`D_{M,s}(\ell) = d_M(\ell, \text{target})` when the target is known
+and connected to :math:`\ell` in :math:`M`, else :math:`d_F(\ell)` (search the frontier).
+
+**The progress** of a particle's step t.  A move is read on the map *after* the step
+(:math:`M' = M_t`), so that going back and forth on an unchanged map nets zero and discovering
+a dead end is not punished as moving away; a step that stays in place compares the cost before
+and after it (:math:`M' = M_{t-1}`: opening a door turns a cost-2 door into a cost-1 room),
+except when the stage advances (the target changes; the stage term counts it):
+
+.. math:: \delta_t = \tfrac12\big(D_{M',s_t}(\ell_{t-1}) - D_{M_t,s_t}(\ell_t)\big)
+   + [s_t > s_{t-1}] + [\text{explored}_t,\ \text{searching}]
+   + [\text{target connected in } M_t \text{ and not in } M_{t-1}]
+   - \tfrac14[\text{wasted}_t] - \tfrac12[\text{took a thing the task does not name}]
+
+(a step toward the target or the frontier earns 1/2, away loses 1/2; taking the object or
+putting it earns 1; *exploring* while the target is unknown earns 1 — entering an unvisited
+place, or in ALFWorld opening the closed receptacle the agent stands at; reading a
+map or exploring that connects the target earns 1; a *wasted* step, one that moves nowhere and
+adds no link, exit, sighting or opening and moves no goal object — a failed move, "look",
+"inventory", closing a door, carrying a thing the task does not name — loses 1/4, so that of
+two paths reaching the same place the shorter one wins; taking a thing the task does not name
+loses 1/2 more: ALFWorld's agent holds one thing, so it blocks the goal object).  Steps after
+the particle's episode ended score 0; :math:`\log\psi_t = \sum_{s\le t}\delta_s`.  LLM-free
+and exact given the observations.
+
+Imports ``smcplan.memory`` (rule extraction) and the planner's component types only.
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from smcplan.memory import extract_triplets
+from smcplan.planning.components import Score
+from smcplan.planning.outcome import DONE_ACTION
+
+__all__ = [
+    "PlaceMap",
+    "TaskGoal",
+    "read_step",
+    "parse_goal",
+    "frontier_distance",
+    "cost_to_go",
+    "stage",
+    "explored",
+    "wasted",
+    "TaskProgress",
+]
+
+_DIRS = ("north", "south", "east", "west", "up", "down")
+_REVEAL = re.compile(r"revealing the ([a-z][a-z ]*?)\s*\.", re.I)
+_OPEN_DOOR = re.compile(r"^open door to (\w+)$")
+_MOVE = re.compile(r"^(?:move|go) (\w+)$")
+_HOLD = "inventory"
+
+
+def kind_of(entity: str) -> str:
+    """``"kettle 1"`` -> ``"kettle"`` (ALFWorld numbers its instances)."""
+    return re.sub(r"\s+\d+$", "", entity.strip().lower())
+
+
+@dataclass(frozen=True)
+class PlaceMap:
+    """What the observations said about places (module docstring); never mutated: :func:`read_step`
+    returns a new map.  ``exits[(p, d)] = q``; ``doors[(p, d)] = "open" | "closed"``;
+    ``where[e]`` = the place or container e was last seen in/on; ``states[e]`` = its last state."""
+
+    place: str | None = None
+    visited: frozenset[str] = frozenset()
+    links: frozenset[frozenset[str]] = frozenset()
+    exits: dict[tuple[str, str], str] = field(default_factory=dict)
+    doors: dict[tuple[str, str], str] = field(default_factory=dict)
+    where: dict[str, str] = field(default_factory=dict)
+    states: dict[str, str] = field(default_factory=dict)
+    complete: bool = False
+    opened: frozenset[str] = frozenset()
+
+    @property
+    def places(self) -> frozenset[str]:
+        """Every place the map knows: visited, linked, or (ALFWorld) a receptacle in the room."""
+        named = {p for link in self.links for p in link} | {q for q in self.exits.values()}
+        if self.complete:
+            named |= {e for e, w in self.where.items() if w == "room"}
+        return frozenset(self.visited | named) - {"room"}
+
+    def held(self) -> frozenset[str]:
+        return frozenset(e for e, w in self.where.items() if w == _HOLD)
+
+
+def read_step(
+    m: PlaceMap,
+    action: str | None,
+    observation: str,
+    env_kind: str = "auto",
+    triplets: Iterable[Any] | None = None,
+) -> PlaceMap:
+    """The map after ``observation`` (the result of ``action``, read with the rule extractor
+    unless ``triplets`` are given)."""
+    if triplets is None:
+        triplets = extract_triplets(str(observation), action, env_kind=env_kind)
+    triples = [t.as_tuple() if hasattr(t, "as_tuple") else tuple(t) for t in triplets]
+    complete = m.complete or env_kind == "alfworld"
+    before = m.place
+    place, links = before, set(m.links)
+    exits, doors, where, states = dict(m.exits), dict(m.doors), dict(m.where), dict(m.states)
+    for s, p, o in triples:
+        if s == "agent" and p in ("in", "at"):
+            place = o
+    for s, p, o in triples:
+        if s == "agent":
+            continue
+        if p in _DIRS:
+            exits[(s, p)] = o
+            links.add(frozenset((s, o)))
+        elif p == "connects to":
+            links.add(frozenset((s, o)))
+        elif p.endswith(" door") and p.split()[0] in _DIRS:
+            doors[(s, p.split()[0])] = o
+        elif p in ("in", "on"):
+            where[s] = o
+        elif p == "is":
+            states[s] = o
+    opened = _OPEN_DOOR.match(str(action or "").strip().lower())
+    revealed = _REVEAL.search(str(observation))
+    if opened and revealed and before is not None:
+        q = revealed.group(1).strip().lower()
+        exits[(before, opened.group(1))] = q
+        doors[(before, opened.group(1))] = "open"
+        links.add(frozenset((before, q)))
+    moved = _MOVE.match(str(action or "").strip().lower())
+    if moved and before is not None and place is not None and place != before:
+        exits[(before, moved.group(1))] = place
+        links.add(frozenset((before, place)))
+    visited = m.visited | ({place} if place is not None else set())
+    opened = m.opened | {e for e, state in states.items() if state == "open"}
+    return PlaceMap(place, visited, frozenset(links), exits, doors, where, states, complete, opened)
+
+
+def _door_closed(m: PlaceMap, a: str, b: str) -> bool:
+    return any(
+        q == b and m.doors.get((a, d)) == "closed" for (p, d), q in m.exits.items() if p == a
+    )
+
+
+def distances(m: PlaceMap, source: str | None) -> dict[str, float]:
+    """Shortest path costs from ``source`` (a link costs 1, 2 through a door seen closed; every
+    pair costs 1 in a ``complete`` map)."""
+    if source is None:
+        return {}
+    if m.complete:
+        return {p: (0.0 if p == source else 1.0) for p in m.places | {source}}
+    adj: dict[str, set[str]] = {}
+    for link in m.links:
+        if len(link) == 2:
+            a, b = tuple(link)
+            adj.setdefault(a, set()).add(b)
+            adj.setdefault(b, set()).add(a)
+    dist, heap = {source: 0.0}, [(0.0, source)]
+    while heap:
+        d, a = heapq.heappop(heap)
+        if d > dist.get(a, float("inf")):
+            continue
+        for b in sorted(adj.get(a, ())):
+            nd = d + (2.0 if _door_closed(m, a, b) or _door_closed(m, b, a) else 1.0)
+            if nd < dist.get(b, float("inf")):
+                dist[b] = nd
+                heapq.heappush(heap, (nd, b))
+    return dist
+
+
+def frontier(m: PlaceMap) -> list[tuple[str, float]]:
+    """:math:`F(M)`: ``(place, extra cost)`` pairs (module docstring)."""
+    out = [(p, 0.0) for p in sorted(m.places - m.visited)]
+    for (p, d), state in sorted(m.doors.items()):
+        if state == "closed" and (p, d) not in m.exits:
+            out.append((p, 2.0))
+    if m.complete:
+        out += [
+            (p, 1.0) for p in sorted(m.visited) if m.states.get(p) == "closed" and p not in m.opened
+        ]
+    return out
+
+
+def frontier_distance(m: PlaceMap, place: str | None) -> float | None:
+    r""":math:`d_F(\ell)`; ``None`` when no frontier place is reachable from ``place``."""
+    dist = distances(m, place)
+    costs = [dist[p] + c for p, c in frontier(m) if p in dist]
+    return min(costs) if costs else None
+
+
+class TaskGoal(NamedTuple):
+    """What the task asks for: take ``obj`` (seen or said to be in ``obj_place``), then put it
+    in/on ``receptacle`` (in ``receptacle_place``); ``None`` fields are not named by the task."""
+
+    obj: str
+    obj_place: str | None = None
+    receptacle: str | None = None
+    receptacle_place: str | None = None
+
+
+_GOALS = (
+    # TWX mapreader
+    re.compile(
+        r"take the (?P<obj>[a-z ]+?) that is located in the (?P<op>[a-z ]+?), and put it "
+        r"into the (?P<rec>[a-z ]+?) found in the (?P<rp>[a-z ]+?)\."
+    ),
+    # ALFWorld pick (and clean/heat/cool) and place
+    re.compile(
+        r"put (?:a|an|some|two) (?:clean |hot |cool )?(?P<obj>[a-z ]+?) (?:in|on|in/on) "
+        r"(?P<rec>[a-z ]+?)\.?$"
+    ),
+    re.compile(
+        r"(?:clean|heat|cool) (?:a|an|some) (?P<obj>[a-z ]+?) and put it (?:in|on|in/on) "
+        r"(?P<rec>[a-z ]+?)\.?$"
+    ),
+    # TWX coin
+    re.compile(r"find the (?P<obj>[a-z ]+?)\.\s+once you find the [a-z ]+?, take it"),
+)
+
+
+def parse_goal(task: str) -> TaskGoal | None:
+    """The goal a known task template names (mapreader, coin, ALFWorld pick-and-place and its
+    clean/heat/cool variants); ``None`` otherwise."""
+    text = " ".join(str(task).lower().split())
+    text = text.split("your task is to:")[-1].strip()
+    for pattern in _GOALS:
+        hit = pattern.search(text)
+        if hit:
+            g = hit.groupdict()
+            return TaskGoal(g["obj"].strip(), g.get("op"), g.get("rec"), g.get("rp"))
+    return None
+
+
+def stage(m: PlaceMap, goal: TaskGoal | None) -> int:
+    """0 before a goal object is held, 1 while held, 2 once one is in/on a goal receptacle."""
+    if goal is None:
+        return 0
+    if goal.receptacle and any(
+        kind_of(e) == goal.obj and kind_of(w) == goal.receptacle for e, w in m.where.items()
+    ):
+        return 2
+    return 1 if any(kind_of(e) == goal.obj for e in m.held()) else 0
+
+
+def _located(m: PlaceMap, name: str, said: str | None) -> set[str]:
+    """The known places of things of kind ``name`` (a container's own place when it is not one),
+    else the place the task said."""
+    places = m.places
+    out = set()
+    for e, w in m.where.items():
+        if kind_of(e) != name or w == _HOLD:
+            continue
+        spot = w if w in places else m.where.get(w)
+        if spot in places:
+            out.add(spot)
+    if not out and m.complete:
+        out = {p for p in places if kind_of(p) == name}
+    if not out and said:
+        out = {said}
+    return out
+
+
+def cost_to_go(m: PlaceMap, goal: TaskGoal | None, place: str | None) -> tuple[float | None, bool]:
+    r"""(:math:`D_{M,s}(\ell)`, whether the target is known and connected); ``None`` cost when
+    neither the target nor a frontier is reachable."""
+    s = stage(m, goal)
+    if goal is not None and s < 2:
+        targets = (
+            _located(m, goal.obj, goal.obj_place)
+            if s == 0
+            else (_located(m, goal.receptacle, goal.receptacle_place) if goal.receptacle else set())
+        )
+        dist = distances(m, place)
+        known = [dist[t] for t in targets if t in dist]
+        if known:
+            return min(known), True
+    return frontier_distance(m, place), False
+
+
+class TaskProgress:
+    r"""``progress="task"``: :math:`\delta_t` of the module docstring, from the episode's map
+    ``root`` (:attr:`smcplan.planning.progress.Seen.layout`) and the particle's own steps."""
+
+    __name__ = "task"
+
+    def __init__(self, task: str, root: PlaceMap | None = None, env_kind: str = "auto") -> None:
+        self.goal = parse_goal(task)
+        self.root = root or PlaceMap()
+        self.env_kind = env_kind
+
+    def deltas(self, particle: Any) -> list[float]:
+        m, out, done = self.root, [], False
+        outcomes = getattr(particle, "outcomes", ())
+        for i, (a, o) in enumerate(particle.steps):
+            if done or a == DONE_ACTION:
+                out.append(0.0)
+                continue
+            new = read_step(m, a, o, self.env_kind)
+            out.append(step_progress(m, new, self.goal))
+            m = new
+            done = bool(i < len(outcomes) and outcomes[i].done)
+        return out
+
+    def __call__(self, key: jax.Array, particles: list[Any], t: int, horizon: int) -> Score:
+        per = [self.deltas(p) for p in particles]
+        return Score(jnp.asarray([d[-1] for d in per]), jnp.asarray([float(sum(d)) for d in per]))
+
+
+def step_progress(before: PlaceMap, after: PlaceMap, goal: TaskGoal | None) -> float:
+    r""":math:`\delta_t` for one step from map ``before`` to map ``after`` (module docstring)."""
+    cost_now, connected = cost_to_go(after, goal, after.place)
+    cost_then, was_connected = cost_to_go(before, goal, before.place)
+    advanced = stage(after, goal) > stage(before, goal)
+    # moving: both costs on the new map; staying: what the step taught about the same place
+    cost_prev = (
+        cost_to_go(after, goal, before.place)[0]
+        if after.place != before.place
+        else (None if advanced else cost_then)
+    )
+    delta = 0.0
+    if cost_now is not None and cost_prev is not None:
+        delta += 0.5 * (cost_prev - cost_now)
+    if advanced:
+        delta += 1.0
+    if not was_connected and explored(before, after):
+        delta += 1.0
+    if connected and not was_connected and stage(after, goal) == stage(before, goal):
+        delta += 1.0
+    if wasted(before, after, goal):
+        delta -= 0.25
+    if goal is not None and any(kind_of(e) != goal.obj for e in after.held() - before.held()):
+        delta -= 0.5  # a detour: the hands (ALFWorld holds one thing) are now full
+    return delta
+
+
+def explored(before: PlaceMap, after: PlaceMap) -> bool:
+    """The step reached a frontier element: entered an unvisited place (in a ``complete`` map,
+    ALFWorld, one not found closed) or, in a ``complete`` map, opened the closed receptacle it
+    stands at (its contents are what exploring it means there; in TextWorldExpress opening a
+    door is only a step toward the room)."""
+    entered = {p for p, c in frontier(before) if c == 0.0}
+    if after.place != before.place and after.place in entered:
+        # an ALFWorld receptacle found closed shows nothing yet: opening it explores it
+        return not (after.complete and after.states.get(after.place) == "closed")
+    return bool(
+        after.complete
+        and after.place == before.place
+        and (after.place, 1.0) in frontier(before)
+        and (after.place, 1.0) not in frontier(after)
+    )
+
+
+def wasted(before: PlaceMap, after: PlaceMap, goal: TaskGoal | None = None) -> bool:
+    """A step that moved nowhere and taught nothing: same place, no new link, exit, sighting
+    (a thing not seen before), opened door or opened receptacle, and no goal object moved (a
+    failed move, "look", "inventory", closing a door, carrying a thing the task does not name)."""
+    moved = {e for e, w in after.where.items() if before.where.get(e, w) != w}
+    return (
+        after.place == before.place
+        and after.links <= before.links
+        and after.exits.items() <= before.exits.items()
+        and after.where.keys() <= before.where.keys()
+        and not (goal is not None and any(kind_of(e) == goal.obj for e in moved))
+        and after.opened <= before.opened
+        and not any(s == "open" and before.doors.get(k) != "open" for k, s in after.doors.items())
+    )
+
+
+def with_place(m: PlaceMap, place: str | None) -> PlaceMap:
+    """``m`` with the agent at ``place`` (tests and hand-made maps)."""
+    return replace(m, place=place, visited=m.visited | ({place} if place else set()))

@@ -1,0 +1,241 @@
+"""The task-aware twist (``progress="task"``): the place map, the goal parser and the exact
+progress values of hand-made steps (TextWorldExpress and ALFWorld sentence templates)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import jax
+import numpy as np
+import pytest
+
+from smcplan.planning import PlanningError
+from smcplan.planning.config import parse_progress
+from smcplan.planning.outcome import Outcome
+from smcplan.planning.places import (
+    PlaceMap,
+    TaskGoal,
+    TaskProgress,
+    cost_to_go,
+    distances,
+    explored,
+    frontier,
+    frontier_distance,
+    parse_goal,
+    read_step,
+    stage,
+    step_progress,
+    wasted,
+)
+from smcplan.planning.progress import Seen, make_progress
+
+COIN_TASK = (
+    "Your task is to search the environment and find the coin.  Once you find the coin, take it."
+)
+MAP_TASK = (
+    "Your task is to take the coin that is located in the washroom, and put it into the box "
+    "found in the vault. A map is provided, that you may find helpful."
+)
+KITCHEN = (
+    "You are in the kitchen. In one part of the room you see a stove. \n"
+    "To the North you see a closed patio door. To the West you see the living room. "
+)
+LIVING = "You are in the living room. You see a sofa. \nTo the East you see the kitchen. "
+LIVING_COIN = (
+    "You are in the living room. In one part of the room you see a coin. \n"
+    "To the East you see the kitchen. "
+)
+VAULT = "You are in the vault. You also see a box, that is empty. \nTo the South you see the hall. "
+MAP = (
+    "The map reads:\n  The vault connects to the hall.\n  The hall connects to the washroom and "
+    "vault.\n  The washroom connects to the hall.\n"
+)
+
+
+def test_the_goal_of_each_known_task_template_and_none_for_others():
+    assert parse_goal(COIN_TASK) == TaskGoal("coin")
+    assert parse_goal(MAP_TASK) == TaskGoal("coin", "washroom", "box", "vault")
+    assert parse_goal("Your task is to: put a kettle in countertop.") == TaskGoal(
+        "kettle", None, "countertop", None
+    )
+    assert parse_goal("put some spraybottle on toilet") == TaskGoal("spraybottle", None, "toilet")
+    assert parse_goal("heat some egg and put it in diningtable.") == TaskGoal(
+        "egg", None, "diningtable"
+    )
+    assert parse_goal("Your task is to boil water.") is None
+
+
+def test_the_map_reads_places_links_doors_revealed_rooms_and_sightings():
+    m = read_step(PlaceMap(), None, KITCHEN, "twx")
+    assert m.place == "kitchen" and m.visited == {"kitchen"}
+    assert m.links == {frozenset(("kitchen", "living room"))}
+    assert m.doors == {("kitchen", "north"): "closed"}
+    assert m.places == {"kitchen", "living room"}
+    # unvisited living room (cost 0 beyond the path) and the closed north door (open + move)
+    assert frontier(m) == [("living room", 0.0), ("kitchen", 2.0)]
+    assert frontier_distance(m, "kitchen") == 1.0
+    m2 = read_step(m, "open door to north", "You open the patio door, revealing the backyard. ")
+    assert m2.exits[("kitchen", "north")] == "backyard" and m2.doors[("kitchen", "north")] == "open"
+    assert frontier(m2) == [("backyard", 0.0), ("living room", 0.0)]
+    m3 = read_step(m2, "move west", LIVING_COIN, "twx")
+    assert m3.place == "living room" and m3.where["coin"] == "living room"
+    assert distances(m3, "living room") == {"living room": 0.0, "kitchen": 1.0, "backyard": 2.0}
+    m4 = read_step(m3, "take coin", "You take the coin.", "twx")
+    assert m4.held() == {"coin"}
+
+
+def test_a_door_last_seen_closed_costs_one_more_step():
+    m = read_step(PlaceMap(), None, KITCHEN, "twx")
+    m = read_step(m, "open door to north", "You open the patio door, revealing the backyard. ")
+    assert distances(m, "kitchen")["backyard"] == 1.0
+    shut = read_step(
+        m,
+        "close door to north",
+        "You are in the kitchen. \nTo the North you see a closed patio door. ",
+    )
+    assert distances(shut, "kitchen")["backyard"] == 2.0
+
+
+def test_exact_progress_of_hand_made_coin_steps():
+    goal = parse_goal(COIN_TASK)
+    m = read_step(PlaceMap(), None, KITCHEN, "twx")
+    # a wasted step: nothing moves, nothing learned
+    look = read_step(m, "inventory", "Your inventory is currently empty.", "twx")
+    assert wasted(m, look) and step_progress(m, look, goal) == -0.25
+    # entering the unexplored living room while searching: D(kitchen) on the new map is 2
+    # (the north door), D(living room) = 3, so 1/2 (2 - 3) + 1 (new place)
+    living = read_step(m, "move west", LIVING, "twx")
+    assert cost_to_go(living, goal, "kitchen") == (2.0, False)
+    assert cost_to_go(living, goal, "living room") == (3.0, False)
+    assert step_progress(m, living, goal) == pytest.approx(0.5)
+    # going back toward the frontier: 1/2 (3 - 2)
+    back = read_step(living, "move east", KITCHEN, "twx")
+    assert step_progress(living, back, goal) == pytest.approx(0.5)
+    # the coin is seen on entering: 1/2 (1 - 0) + 1 (new place) + 1 (target connected)
+    found = read_step(m, "move west", LIVING_COIN, "twx")
+    assert cost_to_go(found, goal, "living room") == (0.0, True)
+    assert step_progress(m, found, goal) == pytest.approx(2.5)
+    # taking it: the stage advances (no shaping: the target changed)
+    took = read_step(found, "take coin", "You take the coin.", "twx")
+    assert stage(found, goal) == 0 and stage(took, goal) == 1
+    assert step_progress(found, took, goal) == 1.0
+
+
+def test_reading_the_map_connects_the_task_named_places():
+    goal = parse_goal(MAP_TASK)
+    m = read_step(PlaceMap(), None, VAULT, "twx")
+    assert cost_to_go(m, goal, "vault") == (1.0, False)  # the hall, unexplored
+    read = read_step(m, "read map", MAP, "twx")
+    assert cost_to_go(read, goal, "vault") == (2.0, True)
+    # 1/2 (1 - 2) + 1 (the washroom is now connected)
+    assert step_progress(m, read, goal) == pytest.approx(0.5)
+    # holding the coin, the target is the box's place (the vault)
+    held = read_step(read, "take coin", "You take the coin.", "twx")
+    held = read_step(held, "move north", "You are in the hall. \nTo the North you see the vault. ")
+    assert stage(held, goal) == 1 and cost_to_go(held, goal, "hall") == (1.0, True)
+    put = read_step(
+        read_step(held, "move north", VAULT, "twx"),
+        "put coin in box",
+        "You put the coin in the box.",
+    )
+    assert stage(put, goal) == 2
+
+
+def test_alfworld_receptacles_are_one_step_apart_and_closed_ones_are_frontier():
+    goal = parse_goal("put a kettle in countertop")
+    start = (
+        "You are in the middle of a room. Looking quickly around you, you see a cabinet 1, "
+        "a countertop 1, and a fridge 1.\n\nYour task is to: put a kettle in countertop."
+    )
+    m = read_step(PlaceMap(), None, start, "alfworld")
+    assert m.complete and m.places == {"cabinet 1", "countertop 1", "fridge 1"}
+    at = read_step(
+        m, "go to cabinet 1", "You arrive at cabinet 1. The cabinet 1 is closed.", "alfworld"
+    )
+    # arriving at a closed receptacle explores nothing yet: 1/2 (1 - 1) + 0
+    assert not explored(m, at) and step_progress(m, at, goal) == 0.0
+    assert ("cabinet 1", 1.0) in frontier(at)
+    opened = read_step(
+        at,
+        "open cabinet 1",
+        "You open the cabinet 1. The cabinet 1 is open. In it, you see a kettle 1.",
+        "alfworld",
+    )
+    assert cost_to_go(opened, goal, "cabinet 1") == (0.0, True)
+    # 1/2 (1 - 0) + 1 (explored: opened the closed receptacle) + 1 (the kettle's place is known)
+    assert explored(at, opened)
+    assert step_progress(at, opened, goal) == pytest.approx(2.5)
+    empty = read_step(
+        at,
+        "open cabinet 1",
+        "You open the cabinet 1. The cabinet 1 is open. In it, you see nothing.",
+        "alfworld",
+    )
+    # still searching: 1/2 (1 - 1) (the next unvisited receptacle is one step away) + 1
+    assert step_progress(at, empty, goal) == pytest.approx(1.0)
+    took = read_step(
+        opened,
+        "take kettle 1 from cabinet 1",
+        "You pick up the kettle 1 from the cabinet 1.",
+        "alfworld",
+    )
+    assert stage(took, goal) == 1 and cost_to_go(took, goal, "cabinet 1") == (1.0, True)
+    placed = read_step(
+        took,
+        "move kettle 1 to countertop 1",
+        "You move the kettle 1 to the countertop 1.",
+        "alfworld",
+    )
+    assert stage(placed, goal) == 2
+
+
+def _particle(steps, done_at=None):
+    outcomes = [Outcome(done=(i == done_at)) for i in range(len(steps))]
+    return SimpleNamespace(steps=steps, outcomes=outcomes)
+
+
+def test_the_twist_sums_its_deltas_from_the_episode_map_and_stops_after_the_end():
+    seen = Seen().after(KITCHEN, None, {}, "twx")
+    twist = TaskProgress(COIN_TASK, seen.layout, "twx")
+    a = _particle([("move west", LIVING_COIN), ("take coin", "You take the coin.")], done_at=1)
+    b = _particle([("inventory", "Your inventory is currently empty."), ("move west", LIVING)])
+    assert twist.deltas(a) == pytest.approx([2.5, 1.0])
+    assert twist.deltas(b) == pytest.approx([-0.25, 0.5])
+    score = twist(jax.random.key(0), [a, b], 2, 3)
+    np.testing.assert_allclose(np.asarray(score.delta), [1.0, 0.5])
+    np.testing.assert_allclose(np.asarray(score.log_psi), [3.5, 0.25])
+    done = _particle([("take coin", "You take the coin."), ("look around", KITCHEN)], done_at=0)
+    assert twist.deltas(done)[1] == 0.0
+
+
+def test_task_is_a_progress_name_and_sums_with_the_others():
+    assert parse_progress("env+task") == ("env", "task")
+    twist = make_progress("env+task", task=COIN_TASK, seen=Seen().after(KITCHEN, None, {}, "twx"))
+    assert twist.__name__ == "env+task"
+    with pytest.raises(PlanningError, match="valid: lm, env, rlvmr, novelty, task"):
+        parse_progress("goal")
+
+
+def test_carrying_a_thing_the_task_does_not_name_is_wasted_and_the_goal_object_is_not():
+    goal = parse_goal(MAP_TASK)
+    m = read_step(
+        PlaceMap(),
+        None,
+        VAULT,
+        "twx",
+        triplets=[("agent", "in", "vault"), ("shoes", "in", "vault"), ("coin", "in", "vault")],
+    )
+    shoes = read_step(m, "take shoes", "You take the shoes.", "twx")
+    assert shoes.where["shoes"] == "inventory" and wasted(m, shoes, goal)
+    assert step_progress(m, shoes, goal) == -0.75  # wasted, and a detour (hands full)
+    coin = read_step(m, "take coin", "You take the coin.", "twx")
+    assert not wasted(m, coin, goal) and step_progress(m, coin, goal) == 1.0
+    # a thing seen for the first time is not wasted
+    seen = read_step(
+        m,
+        "look around",
+        "You are in the vault.",
+        "twx",
+        triplets=[("agent", "in", "vault"), ("pen", "in", "vault")],
+    )
+    assert not wasted(m, seen, goal)
