@@ -40,7 +40,7 @@ $(SCALE_STAMP): $(STAMP)
 
 # The main job: NeSyFS on a real TextWorldExpress game (coin, dev seed 10000) with the embedded
 # SmolLM2-135M as its fast module (ReAct-style action proposal) checked by reflection.  When
-# reflection turns down K=2 proposals, or the fast action would repeat a step already taken at the
+# reflection turns down K=1 proposal (the paper's K is 3; K=1 is this demo's choice), or the fast action would repeat a step already taken at the
 # same observation (loop_guard), the slow thinker takes over for that step with the simulator
 # world model -- each of 16 particles steps its own clone of the game 3 steps ahead (an ORACLE world
 # model, labelled so in the output) -- weighted by the env + task twists.  The printed thought of a
@@ -48,9 +48,9 @@ $(SCALE_STAMP): $(STAMP)
 # decided.  Step records land in runs/demo/ (viewer: `smcplan report runs/demo`).
 # make demo-oracle: the slow thinker alone, every step, no LLM call (seconds).
 # make demo-lm: NeSyFS with SmolLM2 as its world model too (no oracle); it loops on this seed.
-DEMO_ARGS ?= --env twx:coin --agent nesyfs --seeds 10000 --max-steps 20 \
+DEMO_ARGS ?= --env twx:coin --agent nesyfs --seeds 10000 --max-steps 25 \
 	--agent-arg world_model=simulator --agent-arg progress=env+task \
-	--agent-arg plan_proposal=uniform --agent-arg loop_guard=true --agent-arg max_rejections=2 \
+	--agent-arg plan_proposal=uniform --agent-arg loop_guard=true --agent-arg max_rejections=1 \
 	--agent-arg num_particles=16 --agent-arg horizon=3 --agent-arg lam=3 --agent-arg choice=max_weight
 DEMO_ORACLE_ARGS ?= --env twx:coin --agent nesyfs --seeds 10000 --max-steps 25 \
 	--agent-arg world_model=simulator --agent-arg progress=env+task \

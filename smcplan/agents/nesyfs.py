@@ -103,6 +103,15 @@ class NeSyFSAgent(LLMAgent):
         the same observation text where it reads none) is rejected as a loop without asking
         reflection, and slow thinking runs at once
         (``rec.extra["slow_thinking_reason"] = "loop"``; ``"rejections"`` after K rejections).
+    follow_plan
+        Off by default (the paper executes only the planner's first action).  When on, after a
+        slow-thinking call the agent keeps the imagined trajectory of the heaviest final particle
+        :math:`j = \arg\max_i W^H_i` among those whose first action was chosen, and on the next
+        steps executes its actions :math:`a^j_2, \dots, a^j_H` without fast thinking for as long
+        as each real observation equals the one the particle imagined (exact text; with the
+        simulator world model they agree until the plan ends, with the LM world model they
+        practically never do, so this changes nothing there).  Such steps are recorded with
+        ``rec.executed = "planner"`` and ``rec.extra["slow_thinking_reason"] = "plan"``.
     exclude_rejected
         Re-proposals within a step choose among the admissible actions not yet rejected (all of
         them if none is left). The paper feeds back only the reflection's thought; a strong model
@@ -141,6 +150,7 @@ class NeSyFSAgent(LLMAgent):
         max_rejections: int = 3,
         exclude_rejected: bool = True,
         loop_guard: bool = False,
+        follow_plan: bool = False,
         num_particles: int | None = None,
         horizon: int | None = None,
         lam: float | None = None,
@@ -165,6 +175,9 @@ class NeSyFSAgent(LLMAgent):
         self.max_rejections = int(max_rejections)
         self.exclude_rejected = bool(exclude_rejected)
         self.loop_guard = bool(loop_guard)
+        self.follow_plan = bool(follow_plan)
+        # the rest of the followed plan: (expected observation, next action) pairs, in order
+        self._plan: list[tuple[str, str]] = []
         self._pairs: set[tuple[str, str]] = set()  # (place or observation, action) executed
         if self.use_reflection and reflector is None:
             from smcplan.llm import Reflection
@@ -230,6 +243,7 @@ class NeSyFSAgent(LLMAgent):
     def on_reset(self, task: str, observation: str, admissible: list[str]) -> None:
         self._seen = Seen()
         self._pairs = set()
+        self._plan = []
         self._observe(observation, None, {})
 
     def _observe(self, observation: str, action: str | None, info: dict[str, Any]) -> None:
@@ -246,6 +260,9 @@ class NeSyFSAgent(LLMAgent):
             self._observe(observation, self.last_action, info)
         if isinstance(self.belief, KGBelief):
             rec.extra["kg_retrieved"] = [f"({s}, {r}, {o})" for s, r, o in ctx.triplets]
+        followed = self._follow(observation, admissible, rec)
+        if followed is not None:
+            return self._remember(observation, followed)
         if self.slow_thinking == "always":
             return self.think_slowly(ctx, admissible, rec)
 
@@ -293,6 +310,46 @@ class NeSyFSAgent(LLMAgent):
         rec.executed = "fallback"
         return self._remember(observation, Decision(best.action, best.thought))
 
+    def _follow(
+        self, observation: str, admissible: list[str], rec: StepRecord
+    ) -> Decision | None:
+        """The next action of the followed plan if the real observation is the imagined one
+        (``follow_plan``), else ``None`` (and the plan is dropped)."""
+        if not self._plan:
+            return None
+        expected, action = self._plan.pop(0)
+        if observation.strip() != expected.strip() or action not in admissible:
+            self._plan = []
+            return None
+        rec.executed = "planner"
+        rec.extra["slow_thinking_reason"] = "plan"
+        left = len(self._plan)
+        return Decision(
+            action,
+            f"following the slow thinker's plan: observation as imagined, next planned action "
+            f"'{action}' ({left} more planned)",
+        )
+
+    def _keep_plan(self, result: Any) -> None:
+        """Keep the imagined trajectory of the heaviest particle whose first action was chosen."""
+        self._plan = []
+        particles = list(getattr(result, "particles", None) or [])
+        if not self.follow_plan or not particles:
+            return
+        weights = [float(w) for w in result.log_weights]
+        best = None
+        for i, particle in enumerate(particles):
+            steps = getattr(particle, "steps", ())
+            if steps and steps[0][0] == result.action and (
+                best is None or weights[i] > weights[best]
+            ):
+                best = i
+        if best is None:
+            return
+        steps = particles[best].steps
+        # after executing a_k the real observation should be o_k; then a_{k+1} follows
+        self._plan = [(steps[k][1], steps[k + 1][0]) for k in range(len(steps) - 1)]
+
     def _where(self, observation: str) -> str:
         """The loop guard's notion of "here": the agent's place as the graph reads it (rooms,
         receptacles), else the observation text."""
@@ -331,6 +388,7 @@ class NeSyFSAgent(LLMAgent):
             seen=self._seen,
         )
         summary = summarize(result)
+        self._keep_plan(result)
         rec.planned(summary)
         rec.executed = "planner"
         action = str(result.action)

@@ -227,3 +227,46 @@ def test_the_loop_guard_plans_at_once_when_the_fast_action_repeats_a_step(tiny_l
     assert [p.step.action for p in play(plain, household_env, tiny_lm, seed=0, max_steps=3)] == [
         "look"
     ] * 3
+
+
+def test_follow_plan_executes_the_imagined_trajectory_while_the_world_matches_it(tiny_lm):
+    # The toy household where nothing can be taken from a closed drawer (the lookahead case of
+    # tests/planning/test_simulator_planning.py): with the simulator world model the planner's
+    # heaviest particle starts with "open drawer 1" and wins by "take key 1 from drawer 1" within
+    # H = 3 steps.  With follow_plan the agent executes the rest of that particle's actions
+    # without another planner call, because every real observation is the one the particle's
+    # clone produced.
+    from smcplan.envs import make as make_env
+
+    env = make_env(
+        "toy:household",
+        receptacles=("drawer 1", "drawer 2"),
+        key_prior=(1.0, 0.0),
+        start="drawer 1",
+        closed_take="fails",
+    )
+    settings = dict(
+        world_model="simulator", slow_thinking="always", progress="env", plan_proposal="uniform",
+        num_particles=512, horizon=3, choice="max_weight",
+    )
+    try:
+        runs = {}
+        for follow in (True, False):
+            agent = make("nesyfs", lm=tiny_lm, seed=0, follow_plan=follow, **settings)
+            agent.attach_simulator(env.clone, env)
+            agent.planner = planner = CountingPlanner(agent.planner)
+            played = play(agent, env, tiny_lm, seed=0, max_steps=3)
+            runs[follow] = (played, planner.calls)
+        played, calls = runs[True]
+        actions = [p.step.action for p in played]
+        assert actions[0] == "open drawer 1" and actions[-1] == "take key 1 from drawer 1"
+        assert played[-1].done and 2 <= len(played) <= 3
+        assert len(calls) == 1  # every later step followed the plan
+        for p in played[1:]:
+            assert p.step.meta["executed"] == "planner"
+            assert p.step.meta["slow_thinking_reason"] == "plan"
+            assert p.step.thought.startswith("following the slow thinker's plan")
+        # off (the default, as in the paper): the planner runs at every step
+        assert len(runs[False][1]) == len(runs[False][0])
+    finally:
+        env.close()
