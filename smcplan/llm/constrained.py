@@ -28,8 +28,16 @@ from typing import Any
 from pydantic import BaseModel
 
 from smcplan.errors import ArgumentTypeError, InvalidArgumentError, SmcplanError
+from smcplan.llm.samples import Sample
 
-__all__ = ["OutputSpec", "output_spec", "spec_regex", "json_max_bytes", "GenerationError"]
+__all__ = [
+    "OutputSpec",
+    "output_spec",
+    "spec_regex",
+    "json_max_bytes",
+    "GenerationError",
+    "finished_sample",
+]
 
 _STRING_BYTES_PER_CHAR = 4  # a JSON string char is <= 4 UTF-8 bytes, and an escape (\n, \") is 2
 _WS = 1  # outlines_core's default whitespace pattern between JSON tokens is "[ ]?"
@@ -198,3 +206,37 @@ def spec_regex(spec: OutputSpec) -> str:
         schema = term.schema if isinstance(term.schema, str) else json.dumps(term.schema)
         return build_regex_from_schema(schema, term.whitespace_pattern)
     return to_regex(python_types_to_terms(term))
+
+
+def finished_sample(
+    spec: Any,
+    text: str,
+    token_ids: list[int],
+    finished: bool,
+    logp: float,
+    q_is_p: bool,
+    limit: int,
+) -> Sample:
+    """The :class:`Sample` of a backend's generated ``text`` under output spec ``spec`` (the
+    remote and llama.cpp backends share this; the transformers backend builds its own).
+
+    Raises :class:`GenerationError` when a bounded (JSON/choice)
+    answer stopped at ``limit`` tokens before its end, or when a finished answer does not parse;
+    an unfinished unbounded answer that does not parse gets ``value=None``.  ``logq`` is
+    ``logp`` when the proposal is the model itself (``q_is_p``) and NaN otherwise.
+    """
+    if spec.term is not None and spec.max_bytes is not None and not finished:
+        raise GenerationError(
+            f"constrained output truncated at max_new_tokens={limit}; partial text: "
+            f"{text[:200]!r}"
+        )
+    try:
+        value = spec.parse(text)
+    except (GenerationError, ValueError):
+        if finished:
+            raise
+        value = None
+    return Sample(
+        value, text, logq=logp if q_is_p else float("nan"), logp=logp,
+        num_tokens=len(token_ids), finished=finished, token_ids=token_ids,
+    )  # fmt: skip

@@ -226,9 +226,8 @@ class LlamaCppLanguageModel(RemoteLanguageModel):
         truncation: str | None = None,
     ) -> list[list[Any]]:
         """``n`` samples per prompt, ``[prompt][sample]`` (module docstring)."""
-        from smcplan.llm.constrained import GenerationError, output_spec, spec_regex
+        from smcplan.llm.constrained import finished_sample, output_spec, spec_regex
         from smcplan.llm.inputs import check_sampling, check_truncation, fit_prompt
-        from smcplan.llm.lm import Sample
 
         if isinstance(prompts, str):
             raise TypeError("prompts must be a list of prompts (one per particle), not a string")
@@ -258,24 +257,7 @@ class LlamaCppLanguageModel(RemoteLanguageModel):
                 logp = float(self._raw_logprobs(len(ids), toks).sum()) if toks else 0.0
                 text = self._decode(toks)
                 self.usage.generated_tokens += len(toks)
-                if spec.term is not None and spec.max_bytes is not None and not finished:
-                    raise GenerationError(
-                        f"constrained output truncated at max_new_tokens={limit}; partial text: "
-                        f"{text[:200]!r}"
-                    )
-                try:
-                    value = spec.parse(text)
-                except (GenerationError, ValueError):
-                    if finished:
-                        raise
-                    value = None
-                logq = logp if q_is_p else float("nan")
-                group.append(
-                    Sample(
-                        value, text, logq=logq, logp=logp, num_tokens=len(toks),
-                        finished=finished, token_ids=toks,
-                    )
-                )  # fmt: skip
+                group.append(finished_sample(spec, text, toks, finished, logp, q_is_p, limit))
             result.append(group)
         return result
 

@@ -258,9 +258,8 @@ class RemoteLanguageModel:
     ) -> list[list[Any]]:
         """Draw ``n`` samples per prompt on the engine; returns ``[prompt][sample]`` like
         :meth:`smcplan.llm.lm.LanguageModel.sample` (``logq``: module docstring)."""
-        from smcplan.llm.constrained import GenerationError, output_spec, spec_regex
+        from smcplan.llm.constrained import finished_sample, output_spec, spec_regex
         from smcplan.llm.inputs import check_truncation, fit_prompt
-        from smcplan.llm.lm import Sample
 
         if isinstance(prompts, str):
             raise TypeError("prompts must be a list of prompts (one per particle), not a string")
@@ -308,24 +307,7 @@ class RemoteLanguageModel:
                 )
                 logp = float(sum(v for v in lps if v is not None)) if lps else float("nan")
                 self.usage.generated_tokens += len(toks)
-                if spec.term is not None and spec.max_bytes is not None and not finished:
-                    raise GenerationError(
-                        f"constrained output truncated at max_new_tokens={limit}; partial text: "
-                        f"{out_text[:200]!r}"
-                    )
-                try:
-                    value = spec.parse(out_text)
-                except (GenerationError, ValueError):
-                    if finished:
-                        raise
-                    value = None
-                logq = logp if q_is_p else float("nan")
-                group.append(
-                    Sample(
-                        value, out_text, logq=logq, logp=logp, num_tokens=len(toks),
-                        finished=finished, token_ids=toks,
-                    )
-                )  # fmt: skip
+                group.append(finished_sample(spec, out_text, toks, finished, logp, q_is_p, limit))
             result.append(group)
         return result
 
