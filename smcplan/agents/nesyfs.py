@@ -106,8 +106,8 @@ class NeSyFSAgent(LLMAgent):
     follow_plan
         Off by default (the paper executes only the planner's first action).  When on, after a
         slow-thinking call the agent keeps the imagined trajectory of the heaviest final particle
-        :math:`j = \arg\max_i W^H_i` among those whose first action was chosen, and on the next
-        steps executes its actions :math:`a^j_2, \dots, a^j_H` without fast thinking for as long
+        ``j = argmax_i W^H_i`` among those whose first action was chosen, and on the next
+        steps executes its actions ``a^j_2, ..., a^j_H`` without fast thinking for as long
         as each real observation equals the one the particle imagined (exact text; with the
         simulator world model they agree until the plan ends, with the LM world model they
         practically never do, so this changes nothing there).  Such steps are recorded with
