@@ -214,20 +214,23 @@ def finished_sample(
     token_ids: list[int],
     finished: bool,
     logp: float,
-    q_is_p: bool,
+    logq: float,
     limit: int,
+    num_tokens: int | None = None,
+    bound: int | None = None,
 ) -> Sample:
-    """The :class:`Sample` of a backend's generated ``text`` under output spec ``spec`` (the
-    remote and llama.cpp backends share this; the transformers backend builds its own).
+    """The :class:`Sample` of a backend's generated ``text`` under output spec ``spec`` (every
+    backend: transformers, llama.cpp in-process, remote).
 
-    Raises :class:`GenerationError` when a bounded (JSON/choice)
-    answer stopped at ``limit`` tokens before its end, or when a finished answer does not parse;
-    an unfinished unbounded answer that does not parse gets ``value=None``.  ``logq`` is
-    ``logp`` when the proposal is the model itself (``q_is_p``) and NaN otherwise.
+    Raises :class:`GenerationError` when a bounded (JSON/choice) answer stopped at ``limit``
+    tokens before its end (``bound``: the tokens a valid answer may need, named in the message),
+    or when a finished answer does not parse; an unfinished unbounded answer that does not parse
+    gets ``value=None``.  ``num_tokens`` defaults to ``len(token_ids)``.
     """
     if spec.term is not None and spec.max_bytes is not None and not finished:
+        need = f" (a valid answer may need {bound} tokens)" if bound is not None else ""
         raise GenerationError(
-            f"constrained output truncated at max_new_tokens={limit}; partial text: "
+            f"constrained output truncated at max_new_tokens={limit}{need}; partial text: "
             f"{text[:200]!r}"
         )
     try:
@@ -236,7 +239,5 @@ def finished_sample(
         if finished:
             raise
         value = None
-    return Sample(
-        value, text, logq=logp if q_is_p else float("nan"), logp=logp,
-        num_tokens=len(token_ids), finished=finished, token_ids=token_ids,
-    )  # fmt: skip
+    count = len(token_ids) if num_tokens is None else num_tokens
+    return Sample(value, text, logq, logp, count, finished, token_ids)

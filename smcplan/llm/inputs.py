@@ -83,6 +83,10 @@ def check_prompts(prompts: Any, name: str = "prompts") -> list[Any]:
 MAX_ROWS = 65536
 
 
+#: The largest sampling temperature accepted (:func:`check_sampling`).
+MAX_TEMPERATURE = 1e4
+
+
 def check_sampling(
     n: Any, temperature: Any, top_p: Any, max_new_tokens: Any, seed: Any, num_prompts: int = 1
 ) -> tuple[int, float, float, int | None, int | None]:
@@ -94,7 +98,9 @@ def check_sampling(
             "one call decodes "
             f"({MAX_ROWS:,}); split the call"
         )
-    temperature = check_float(temperature, "temperature", minimum=0.0)
+    # above ~1e4 the tempered distribution is uniform to float32 precision, and past ~3e38 the
+    # logits / T overflow to NaN: such a temperature is a mistake, not a request
+    temperature = check_float(temperature, "temperature", minimum=0.0, maximum=MAX_TEMPERATURE)
     top_p = check_float(top_p, "top_p", minimum=0.0, maximum=1.0, min_inclusive=False)
     if max_new_tokens is not None:
         max_new_tokens = check_int(max_new_tokens, "max_new_tokens", minimum=1)

@@ -257,7 +257,9 @@ class LlamaCppLanguageModel(RemoteLanguageModel):
                 logp = float(self._raw_logprobs(len(ids), toks).sum()) if toks else 0.0
                 text = self._decode(toks)
                 self.usage.generated_tokens += len(toks)
-                group.append(finished_sample(spec, text, toks, finished, logp, q_is_p, limit))
+                group.append(finished_sample(
+                    spec, text, toks, finished, logp, logp if q_is_p else float("nan"), limit
+                ))
             result.append(group)
         return result
 

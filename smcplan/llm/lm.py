@@ -43,7 +43,13 @@ import numpy as np
 import torch
 
 from smcplan.errors import ArgumentTypeError, InvalidArgumentError, check_int
-from smcplan.llm.constrained import GenerationError, OutputSpec, output_spec, spec_regex
+from smcplan.llm.constrained import (  # noqa: F401 (GenerationError: re-exported)
+    GenerationError,
+    OutputSpec,
+    finished_sample,
+    output_spec,
+    spec_regex,
+)
 from smcplan.llm.decode import decode
 from smcplan.llm.inputs import (
     check_prompts,
@@ -281,23 +287,12 @@ class LanguageModel:
             finished = bool(done[i])
             toks = all_toks[:-1] if finished and all_toks else all_toks
             text = self.tokenizer.decode(toks, skip_special_tokens=True)
-            if spec.term is not None and spec.max_bytes is not None and not finished:
-                raise GenerationError(
-                    f"constrained output truncated at max_new_tokens={limit} (a valid answer may "
-                    "need "
-                    f"{bound} tokens); partial text: {text[:200]!r}"
-                )
-            try:
-                value = spec.parse(text)
-            except (GenerationError, ValueError):
-                if finished:
-                    raise
-                value = None
             samples.append(
-                Sample(
-                    value, text, float(logq[i]), float(logp[i]), int(count[i]), finished, all_toks
+                finished_sample(
+                    spec, text, all_toks, finished, float(logp[i]), float(logq[i]), limit,
+                    num_tokens=int(count[i]), bound=bound,
                 )
-            )
+            )  # fmt: skip
         return [samples[k * n : (k + 1) * n] for k in range(len(prompts))]
 
     def generate(

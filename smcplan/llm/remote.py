@@ -307,7 +307,9 @@ class RemoteLanguageModel:
                 )
                 logp = float(sum(v for v in lps if v is not None)) if lps else float("nan")
                 self.usage.generated_tokens += len(toks)
-                group.append(finished_sample(spec, out_text, toks, finished, logp, q_is_p, limit))
+                group.append(finished_sample(
+                    spec, out_text, toks, finished, logp, logp if q_is_p else float("nan"), limit
+                ))
             result.append(group)
         return result
 
