@@ -69,7 +69,7 @@ demo-lm: setup
 	rm -rf runs/demo-lm
 	$(BIN)/smcplan eval $(DEMO_LM_ARGS) --out runs/demo-lm --show --no-progress
 
-test: setup
+test: setup-scale
 	$(BIN)/python -m pytest -q
 
 lint: setup
