@@ -37,19 +37,25 @@ def out_dir(root: Path, agent: str, env: str) -> Path:
     return root / f"free-{agent}-{env.replace(':', '_')}"
 
 
-def past(until: str | None) -> bool:
+def deadline(until: str | None) -> dt.datetime | None:
+    """The next UTC time ``HH:MM`` from now (tomorrow's when today's has passed)."""
     if until is None:
-        return False
-    now = dt.datetime.now(dt.UTC)
+        return None
     hh, mm = (int(x) for x in until.split(":"))
-    return (now.hour, now.minute) >= (hh, mm)
+    now = dt.datetime.now(dt.UTC)
+    at = now.replace(hour=hh, minute=mm, second=0, microsecond=0)
+    return at if at > now else at + dt.timedelta(days=1)
+
+
+def past(at: dt.datetime | None) -> bool:
+    return at is not None and dt.datetime.now(dt.UTC) >= at
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=10, help="episodes per cell (<= 10)")
     parser.add_argument("--max-steps", type=int, default=8)
-    parser.add_argument("--until", help="start no new round after this UTC time, HH:MM")
+    parser.add_argument("--until", help="start no new cell after this UTC time HH:MM (its next occurrence)")
     parser.add_argument("--agents", default=",".join(AGENTS))
     parser.add_argument("--envs", default=",".join(CELLS), help="a subset of the two envs")
     parser.add_argument("--out", default="runs")
@@ -61,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     from smcplan.eval.runner import EvalConfig, run_eval
     from smcplan.llm import load_model
 
+    stop_at = deadline(args.until)
     lm = load_model()
     root = Path(args.out)
     agents = [a for a in args.agents.split(",") if a]
@@ -72,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         for agent in agents:
             for env in envs:
                 seeds, env_kwargs = CELLS[env]
-                if past(args.until):
+                if past(stop_at):
                     print(f"time budget reached in round {k}, before {agent} {env}", flush=True)
                     return report(args, root, agents)
                 cfg = EvalConfig(
