@@ -34,6 +34,7 @@ CELLS=(
   "alfworld-random|alfworld:pick_and_place|20|random|"
   "alfworld-sim-env+novelty|alfworld:pick_and_place|10|nesyfs|$SIM progress=env+novelty"
   "mapreader-react|twx:mapreader|10|react|"
+  "alfworld-react|alfworld:pick_and_place|10|react|"
 )
 want=("$@")
 for cell in "${CELLS[@]}"; do
