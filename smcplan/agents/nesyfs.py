@@ -260,9 +260,16 @@ class NeSyFSAgent(LLMAgent):
             self._observe(observation, self.last_action, info)
         if isinstance(self.belief, KGBelief):
             rec.extra["kg_retrieved"] = [f"({s}, {r}, {o})" for s, r, o in ctx.triplets]
-        followed = self._follow(observation, admissible, rec)
-        if followed is not None:
-            return self._remember(observation, followed)
+        decision = self._follow(observation, admissible, rec) or self._choose(
+            ctx, observation, admissible, rec
+        )
+        self._pairs.add((self._where(observation), decision.action))  # the loop guard's memory
+        return decision
+
+    def _choose(
+        self, ctx: Context, observation: str, admissible: list[str], rec: StepRecord
+    ) -> Decision:
+        """Fast thinking with reflection, slow thinking when it is due (class docstring)."""
         if self.slow_thinking == "always":
             return self.think_slowly(ctx, admissible, rec)
 
@@ -276,7 +283,7 @@ class NeSyFSAgent(LLMAgent):
         if not self.use_reflection:
             cand = fast([])
             rec.proposed(cand.action, cand.thought, cand.logq, cand.logp, cand.source)
-            return self._remember(observation, Decision(cand.action, cand.thought))
+            return Decision(cand.action, cand.thought)
 
         if self.loop_guard and self.use_slow_thinking:
             first = fast([])
@@ -288,7 +295,7 @@ class NeSyFSAgent(LLMAgent):
                     "repeats a step already taken in this place", score=0.0,
                 )
                 rec.extra["slow_thinking_reason"] = "loop"
-                return self._remember(observation, self.think_slowly(ctx, admissible, rec))
+                return self.think_slowly(ctx, admissible, rec)
             pending = [first]
 
             def fast_first(feedback: list[str]) -> Candidate:
@@ -300,15 +307,13 @@ class NeSyFSAgent(LLMAgent):
         )
         if outcome.accepted is not None:
             rec.executed = "proposal"
-            return self._remember(
-                observation, Decision(outcome.accepted.action, outcome.accepted.thought)
-            )
+            return Decision(outcome.accepted.action, outcome.accepted.thought)
         if self.use_slow_thinking:
             rec.extra["slow_thinking_reason"] = "rejections"
-            return self._remember(observation, self.think_slowly(ctx, admissible, rec))
+            return self.think_slowly(ctx, admissible, rec)
         best = outcome.best()
         rec.executed = "fallback"
-        return self._remember(observation, Decision(best.action, best.thought))
+        return Decision(best.action, best.thought)
 
     def _follow(
         self, observation: str, admissible: list[str], rec: StepRecord
@@ -354,11 +359,6 @@ class NeSyFSAgent(LLMAgent):
         """The loop guard's notion of "here": the agent's place as the graph reads it (rooms,
         receptacles), else the observation text."""
         return f"place:{self._seen.place}" if self._seen.place else observation
-
-    def _remember(self, observation: str, decision: Decision) -> Decision:
-        """Note the executed (place, action) pair (the loop guard's memory)."""
-        self._pairs.add((self._where(observation), decision.action))
-        return decision
 
     def reflect(self, ctx: Context, cand: Candidate, rec: StepRecord) -> Judgement:
         """n reflection samples on ``cand``; accept iff the yes-fraction reaches the threshold."""
