@@ -30,6 +30,17 @@ QUICK: dict[str, list[str]] = {
     "kg": ["--quick"],
     "planner_toy": ["--quick"],
     "envs": ["--envs", "twx:coin", "webshop", "toy:household", "--steps", "200"],
+    "alfworld_clone": [
+        "--seeds",
+        "100",
+        "--depths",
+        "0",
+        "10",
+        "--repeats",
+        "3",
+        "--plan-calls",
+        "1",
+    ],
     "llm_roles": ["--batches", "1", "8", "--precisions", "fp32", "--skip-load"],
     "shared_prefill": ["--quick"],
     "llm_cuda": [],  # writes a "skipped" record when no CUDA device is visible
@@ -72,8 +83,15 @@ def main(argv: list[str] | None = None) -> int:
         rc = subprocess.run(cmd, cwd=BENCH.parent).returncode
         out = RESULTS / f"{name}.json"
         wrote = out.exists() and out.stat().st_mtime >= start
-        runs.append({"name": name, "command": cmd[1:], "rc": rc, "json": wrote,
-                     "seconds": round(time.time() - start, 1)})
+        runs.append(
+            {
+                "name": name,
+                "command": cmd[1:],
+                "rc": rc,
+                "json": wrote,
+                "seconds": round(time.time() - start, 1),
+            }
+        )
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "run_all.json").write_text(json.dumps({"full": args.full, "runs": runs}, indent=1))
     print("\nbenchmark | rc | JSON | s")

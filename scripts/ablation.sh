@@ -18,7 +18,7 @@ CELLS=(
   "coin-sim-env+task-twisted|twx:coin|20|nesyfs|$SIM progress=env+task weighting=twisted"
   "coin-sim-task|twx:coin|10|nesyfs|$SIM progress=task"
   "mapreader-sim-env+task|twx:mapreader|20|nesyfs|$SIM progress=env+task"
-  "alfworld-sim-env+task|alfworld:pick_and_place|10|nesyfs|$SIM progress=env+task"
+  "alfworld-sim-env+task|alfworld:pick_and_place|20|nesyfs|$SIM progress=env+task"
   "coin-sim-env+novelty|twx:coin|20|nesyfs|$SIM progress=env+novelty"
   "coin-sim-novelty|twx:coin|11|nesyfs|$SIM progress=novelty"
   "coin-sim-env|twx:coin|10|nesyfs|$SIM progress=env"
@@ -27,14 +27,14 @@ CELLS=(
   "coin-sim-env+novelty-N1|twx:coin|20|nesyfs|$SIM progress=env+novelty num_particles=1"
   "mapreader-random|twx:mapreader|20|random|"
   "mapreader-sim-env+novelty|twx:mapreader|10|nesyfs|$SIM progress=env+novelty"
-  "coin-react|twx:coin|10|react|"
+  "coin-react|twx:coin|20|react|"
   "coin-nesyfs-lm|twx:coin|5|nesyfs|"
   "coin-sim-lmproposal-env+novelty|twx:coin|10|nesyfs|$SIM progress=env+novelty plan_proposal=lm"
   "coin-lm-always-novelty|twx:coin|5|nesyfs|slow_thinking=always progress=novelty"
   "alfworld-random|alfworld:pick_and_place|20|random|"
   "alfworld-sim-env+novelty|alfworld:pick_and_place|10|nesyfs|$SIM progress=env+novelty"
   "mapreader-react|twx:mapreader|10|react|"
-  "alfworld-react|alfworld:pick_and_place|10|react|"
+  "alfworld-react|alfworld:pick_and_place|20|react|"
 )
 want=("$@")
 for cell in "${CELLS[@]}"; do

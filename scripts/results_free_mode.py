@@ -55,7 +55,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=10, help="episodes per cell (<= 10)")
     parser.add_argument("--max-steps", type=int, default=8)
-    parser.add_argument("--until", help="start no new cell after this UTC time HH:MM (its next occurrence)")
+    parser.add_argument(
+        "--until", help="start no new cell after this UTC time HH:MM (its next occurrence)"
+    )
     parser.add_argument("--agents", default=",".join(AGENTS))
     parser.add_argument("--envs", default=",".join(CELLS), help="a subset of the two envs")
     parser.add_argument("--out", default="runs")
@@ -83,9 +85,14 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"time budget reached in round {k}, before {agent} {env}", flush=True)
                     return report(args, root, agents)
                 cfg = EvalConfig(
-                    envs=[env], agent=agent, out=str(out_dir(root, agent, env)),
-                    seeds=seeds[:k], max_steps=args.max_steps, seed=0,
-                    agent_config={"action_mode": "free"}, env_config=dict(env_kwargs),
+                    envs=[env],
+                    agent=agent,
+                    out=str(out_dir(root, agent, env)),
+                    seeds=seeds[:k],
+                    max_steps=args.max_steps,
+                    seed=0,
+                    agent_config={"action_mode": "free"},
+                    env_config=dict(env_kwargs),
                 )
                 summaries = run_eval(cfg, load_lm=lambda *_: lm, progress=False)
                 done = [s for s in summaries if s.get("status") == "ok"]
@@ -103,9 +110,7 @@ def report(args: argparse.Namespace, root: Path, agents: list[str]) -> int:
     if args.report:
         from smcplan.eval.report import write_report
 
-        dirs = [
-            out_dir(root, a, e) for a in agents for e in CELLS if out_dir(root, a, e).exists()
-        ]
+        dirs = [out_dir(root, a, e) for a in agents for e in CELLS if out_dir(root, a, e).exists()]
         result = write_report(dirs, root / "report-free", plots=False, viewer=False)
         print(result["markdown"])
     return 0

@@ -107,7 +107,7 @@ def env_options(name: str) -> list[str]:
     family = name.partition(":")[0] if isinstance(name, str) else ""
     factory, _ = _adapter(name)
     if family == "alfworld":
-        return ["cache_dir", "layout", "max_steps", "seed", "split"]
+        return ["cache_dir", "clone_by", "layout", "max_steps", "seed", "split"]
     if family == "toy":
         from smcplan.envs.toy import ToyPOMDPEnv
         from smcplan.pomdp import domains

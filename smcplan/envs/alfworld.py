@@ -39,7 +39,9 @@ TASK_TYPES: tuple[str, ...] = (
     "look_at_obj_in_light",
     "pick_two_obj_and_place",
 )
-_OPTIONS = ("cache_dir", "layout", "max_steps", "split")
+_OPTIONS = ("cache_dir", "clone_by", "layout", "max_steps", "split")
+#: How :meth:`AlfWorldEnv.clone` copies the game state.
+CLONE_MODES: tuple[str, ...] = ("snapshot", "replay")
 
 __all__ = ["TASK_TYPES", "AlfWorldEnv", "make"]
 
@@ -71,6 +73,13 @@ class AlfWorldEnv(BaseTextEnv):
         ``~/.cache/smcplan/alfworld``).
     max_steps:
         Step limit per episode (ALFWorld's evaluations use 50).
+    clone_by:
+        How :meth:`clone` copies the state. ``"snapshot"`` (default): the clone shares this
+        env's engine and checks its own state out of fast-downward's state registry before each
+        step (:mod:`~smcplan.envs.alfworld_gen.engine`; no PDDL translation, no replay).
+        ``"replay"``: a fresh engine replays the episode's actions (the reference the snapshot
+        path is tested and benchmarked against; also the fallback when the engine's library
+        lacks ``set_state_id``).
     """
 
     def __init__(
@@ -82,15 +91,19 @@ class AlfWorldEnv(BaseTextEnv):
         split: str = "all",
         cache_dir: str | None = None,
         max_steps: int = 50,
+        clone_by: str = "snapshot",
     ) -> None:
         super().__init__(f"alfworld:{_check_task_type(task_type)}", max_steps)
+        if clone_by not in CLONE_MODES:
+            raise unknown_choice("clone_by", clone_by, list(CLONE_MODES))
         self.task_type = task_type
         self.layout = layout
         self.split = split
         self.cache_dir = cache_dir
+        self.clone_by = clone_by
         self.default_seed = seed
-        self._tw: Any = None
-        self._loaded_file: str | None = None
+        self._engine: Any = None  # a SharedEngine, shared with this env's snapshot clones
+        self._token = object()  # this env's key in the shared engine
         self._state: Any = None
         self._game = self._generate(seed)  # validates seed, layout and split now
         self._task = str(self._game.task)
@@ -143,9 +156,11 @@ class AlfWorldEnv(BaseTextEnv):
 
         command = str(action).strip()
         invalid = command not in self._admissible
+        engine = self._engine
         try:
-            with preserved_globals():
-                self._state, _, _ = self._tw.step(command)
+            with engine.lock, preserved_globals():
+                engine.checkout(self._token)
+                self._state, _, _ = engine.tw.step(command)
         except Exception as exc:
             raise EnvError(f"{self.name}: the engine failed on {command!r}: {exc}") from exc
         won = bool(self._state["won"])
@@ -166,20 +181,30 @@ class AlfWorldEnv(BaseTextEnv):
         return list(self._game.walkthrough)
 
     def clone(self) -> AlfWorldEnv:
-        """An independent copy in the same state: a fresh engine that replays this episode's
-        actions (fast-downward keeps the state inside its C library, with no copy operation)."""
+        """An independent copy in the same state.
+
+        With ``clone_by="snapshot"`` the copy shares this env's engine and owns a snapshot of
+        the current state (fast-downward's state id plus the engine's Python state); each env
+        checks its own state out before stepping. With ``"replay"`` (or an engine without state
+        ids) a fresh engine replays this episode's actions."""
         self._require_started()
         twin = AlfWorldEnv.__new__(AlfWorldEnv)
         twin.__dict__.update(self.__dict__)
-        twin._tw, twin._loaded_file = None, None
+        twin._token = object()
         twin._admissible, twin._actions = list(self._admissible), list(self._actions)
+        engine = self._engine
+        if self.clone_by == "snapshot" and engine is not None and engine.snapshots:
+            with engine.lock:
+                engine.fork(self._token, twin._token)
+            return twin
+        twin._engine = None
         twin._state = twin._engine_reset()
         from smcplan.envs.alfworld_gen.expert import preserved_globals
 
         try:
             with preserved_globals():
                 for command in self._actions:
-                    twin._state, _, _ = twin._tw.step(command)
+                    twin._state, _, _ = twin._engine.tw.step(command)
         except Exception as exc:
             twin.close()
             raise EnvError(f"{self.name}: replay for clone() failed: {exc}") from exc
@@ -190,27 +215,37 @@ class AlfWorldEnv(BaseTextEnv):
         self._release_engine()
 
     def _release_engine(self) -> None:
-        """Free the engine without closing the env (``reset`` loads a fresh one)."""
-        tw, self._tw, self._loaded_file, self._state = self._tw, None, None, None
-        if tw is not None:
-            from smcplan.envs.alfworld_gen.expert import close_tw_env
+        """Leave the engine without closing the env (``reset`` loads a fresh one); the engine
+        itself is closed when its last user leaves."""
+        engine, self._engine, self._state = self._engine, None, None
+        if engine is not None:
+            with engine.lock:
+                last = engine.release(self._token)
+            if last:
+                from smcplan.envs.alfworld_gen.expert import close_tw_env
 
-            close_tw_env(tw)
+                close_tw_env(engine.tw)
 
     # -- helpers --------------------------------------------------------------------------
 
     def _engine_reset(self) -> Any:
+        """Reset this env's engine to the game's initial state; load a private engine first if
+        there is none, it holds another game, or clones share it (their states must survive)."""
+        from smcplan.envs.alfworld_gen.engine import SharedEngine
         from smcplan.envs.alfworld_gen.expert import make_tw_env, preserved_globals
 
         game_file = str(self._game.game_file)
         try:
             with preserved_globals():
-                if self._tw is None or self._loaded_file != game_file:
+                engine = self._engine
+                if engine is None or engine.game_file != game_file or engine.users > 1:
                     self._release_engine()
-                    self._tw = make_tw_env(expert=False)
-                    self._tw.load(game_file)
-                    self._loaded_file = game_file
-                return self._tw.reset()
+                    tw = make_tw_env(expert=False)
+                    tw.load(game_file)
+                    self._engine = SharedEngine(tw, game_file, self._token)
+                with self._engine.lock:
+                    self._engine.claim(self._token)
+                    return self._engine.tw.reset()
         except MissingBenchmark:
             raise
         except Exception as exc:

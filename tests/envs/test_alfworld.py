@@ -289,3 +289,78 @@ def test_the_first_game_of_each_generalisation_level_is_solved_and_replays_to_a_
         for action in game.walkthrough:
             result = env.step(action)
         assert result.info["won"]
+
+
+def _view(env: AlfWorldEnv) -> tuple:
+    return (env.actions, env.admissible_actions())
+
+
+def test_snapshot_clones_match_replay_clones_under_interleaved_steps(cache):
+    # The same random program of clone / step / close / reset operations on two families of
+    # envs: one cloning by snapshot (shared engine, state checkout), one by replay (a fresh
+    # engine per clone, the reference). Every observation, admissible list, score and won flag
+    # must agree, whichever env of a family stepped last.
+    import random
+
+    rng = random.Random(7)
+    families = {
+        mode: [make("pick_and_place", seed=1, cache_dir=cache, max_steps=60, clone_by=mode)]
+        for mode in ("snapshot", "replay")
+    }
+    try:
+        for envs in families.values():
+            envs[0].reset()
+        ops = 0
+        while ops < 60:
+            alive = [i for i, e in enumerate(families["snapshot"]) if e is not None]
+            i = rng.choice(alive)
+            roll = rng.random()
+            if roll < 0.25 and len(alive) < 6:
+                for envs in families.values():
+                    envs.append(envs[i].clone())
+            elif roll < 0.32 and len(alive) > 2 and i != 0:
+                for envs in families.values():
+                    envs[i].close()
+                    envs[i] = None
+            elif roll < 0.35:
+                for envs in families.values():
+                    envs[i].reset()
+            else:
+                snap, ref = families["snapshot"][i], families["replay"][i]
+                if snap.done:
+                    continue
+                action = rng.choice(ref.admissible_actions() + ["jump"])
+                a, b = snap.step(action), ref.step(action)
+                assert a.observation == b.observation
+                assert a.info["won"] == b.info["won"] and a.info["score"] == b.info["score"]
+                assert a.info["admissible_actions"] == b.info["admissible_actions"]
+            ops += 1
+            for s, r in zip(*families.values(), strict=True):
+                assert (s is None) == (r is None)
+                if s is not None:
+                    assert _view(s) == _view(r)
+        assert len(families["snapshot"]) > 3  # the program did clone
+    finally:
+        for envs in families.values():
+            for e in envs:
+                if e is not None:
+                    e.close()
+
+
+def test_snapshot_clones_share_one_engine_and_the_last_user_closes_it(cache):
+    env = make("pick_and_place", seed=0, cache_dir=cache)
+    env.reset()
+    twin = env.clone()
+    assert twin._engine is env._engine and env._engine.users == 2
+    twin.step("look")
+    env.close()
+    assert twin._engine.users == 1  # the twin still works on the shared engine
+    assert twin.step("inventory").observation
+    engine = twin._engine
+    twin.close()
+    assert engine.users == 0 and twin._engine is None
+
+
+def test_an_unknown_clone_mode_names_the_valid_ones(cache):
+    with pytest.raises(ValueError, match="clone_by.*snapshot.*replay"):
+        make("pick_and_place", seed=0, cache_dir=cache, clone_by="fork")
