@@ -12,6 +12,8 @@ PY=${PY:-.venv/bin/python}
 MAX_STEPS=${MAX_STEPS:-25}
 # the simulator planner: planner only (no reflection), LLM-free proposal, N=8, H=3, lambda=3, max-weight choice
 SIM="world_model=simulator slow_thinking=always plan_proposal=uniform num_particles=8 horizon=3 lam=3 choice=max_weight"
+# the same slow thinker inside the full agent (reflection on, slow thinking after K rejections)
+FULL="world_model=simulator plan_proposal=uniform num_particles=8 horizon=3 lam=3 choice=max_weight"
 CELLS=(
   "coin-random|twx:coin|20|random|"
   "coin-sim-env+task|twx:coin|20|nesyfs|$SIM progress=env+task"
@@ -35,6 +37,11 @@ CELLS=(
   "alfworld-sim-env+novelty|alfworld:pick_and_place|10|nesyfs|$SIM progress=env+novelty"
   "mapreader-react|twx:mapreader|10|react|"
   "alfworld-react|alfworld:pick_and_place|20|react|"
+  # the full agent (SmolLM2 fast action + reflection; the same oracle slow thinker after K
+  # rejections) on the planner-alone cell's seeds: the paper's K = 3, and the demo's K = 1 with
+  # the loop guard
+  "coin-full-K3-sim-env+task|twx:coin|10|nesyfs|$FULL progress=env+task"
+  "coin-full-K1-guard-sim-env+task|twx:coin|10|nesyfs|$FULL progress=env+task max_rejections=1 loop_guard=true"
 )
 want=("$@")
 for cell in "${CELLS[@]}"; do
