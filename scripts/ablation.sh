@@ -40,6 +40,19 @@ CELLS=(
   # the full agent (SmolLM2 fast action + reflection; the same oracle slow thinker after K
   # rejections) on the planner-alone cell's seeds: the paper's K = 3, and the demo's K = 1 with
   # the loop guard
+  # the grid N in {1, 4, 16} x H in {1, 3} for the oracle planner with env+task
+  "alfworld-sim-env+task-N1-H1|alfworld:pick_and_place|20|nesyfs|$SIM progress=env+task num_particles=1 horizon=1"
+  "alfworld-sim-env+task-N1-H3|alfworld:pick_and_place|20|nesyfs|$SIM progress=env+task num_particles=1 horizon=3"
+  "alfworld-sim-env+task-N4-H1|alfworld:pick_and_place|20|nesyfs|$SIM progress=env+task num_particles=4 horizon=1"
+  "alfworld-sim-env+task-N4-H3|alfworld:pick_and_place|20|nesyfs|$SIM progress=env+task num_particles=4 horizon=3"
+  "alfworld-sim-env+task-N16-H1|alfworld:pick_and_place|20|nesyfs|$SIM progress=env+task num_particles=16 horizon=1"
+  "alfworld-sim-env+task-N16-H3|alfworld:pick_and_place|20|nesyfs|$SIM progress=env+task num_particles=16 horizon=3"
+  "coin-sim-env+task-N1-H1|twx:coin|20|nesyfs|$SIM progress=env+task num_particles=1 horizon=1"
+  "coin-sim-env+task-N1-H3|twx:coin|20|nesyfs|$SIM progress=env+task num_particles=1 horizon=3"
+  "coin-sim-env+task-N4-H1|twx:coin|20|nesyfs|$SIM progress=env+task num_particles=4 horizon=1"
+  "coin-sim-env+task-N4-H3|twx:coin|20|nesyfs|$SIM progress=env+task num_particles=4 horizon=3"
+  "coin-sim-env+task-N16-H1|twx:coin|20|nesyfs|$SIM progress=env+task num_particles=16 horizon=1"
+  "coin-sim-env+task-N16-H3|twx:coin|20|nesyfs|$SIM progress=env+task num_particles=16 horizon=3"
   "coin-full-K3-sim-env+task|twx:coin|10|nesyfs|$FULL progress=env+task"
   "coin-full-K1-guard-sim-env+task|twx:coin|10|nesyfs|$FULL progress=env+task max_rejections=1 loop_guard=true"
 )
