@@ -1,6 +1,7 @@
 """The table of docs/ablation.md from the run directories of scripts/ablation.sh.
 
     python scripts/ablation_table.py [runs/ablation] [--json runs/ablation/table.json]
+    python scripts/ablation_table.py runs/ablation --pair CELL_A CELL_B [--pair ...]
 
 Per cell (one run directory): n finished episodes (errors excluded and counted), SR with its
 Wilson 95% interval, AR (mean final score), repetition per step (RLVMR's repetitive action:
@@ -74,6 +75,46 @@ def cell(run: Path) -> dict:
     }
 
 
+def _episodes(run: Path) -> dict[int, dict]:
+    """seed -> (won, repetitive steps, steps) of the run's finished episodes."""
+    out = {}
+    for p in sorted((run / "episodes").glob("*.json")):
+        s = json.loads(p.read_text())
+        if s["status"] == "ok":
+            out[int(s["seed"])] = {
+                "won": bool(s["won"]),
+                "rep": s["stats"]["repetitive_steps"],
+                "steps": s["stats"]["total_steps"],
+            }
+    return out
+
+
+def pair(a: Path, b: Path) -> dict:
+    """Two cells on the episodes (seeds) both finished: SR and repetition per step of each, and
+    the discordant pairs (won by one only), which is what a paired comparison rests on."""
+    ea, eb = _episodes(a), _episodes(b)
+    seeds = sorted(set(ea) & set(eb))
+
+    def side(e: dict[int, dict]) -> dict:
+        steps = sum(e[s]["steps"] for s in seeds) or 1
+        return {
+            "won": sum(e[s]["won"] for s in seeds),
+            "rep_per_step": sum(e[s]["rep"] for s in seeds) / steps,
+        }
+
+    return {
+        "a": a.name,
+        "b": b.name,
+        "seeds": seeds,
+        "n": len(seeds),
+        "a_stats": side(ea),
+        "b_stats": side(eb),
+        "both": sum(ea[s]["won"] and eb[s]["won"] for s in seeds),
+        "a_only": [s for s in seeds if ea[s]["won"] and not eb[s]["won"]],
+        "b_only": [s for s in seeds if eb[s]["won"] and not ea[s]["won"]],
+    }
+
+
 def fmt(x: float | None, pct: bool = False, digits: int = 2) -> str:
     if x is None:
         return "–"
@@ -84,7 +125,24 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("root", nargs="?", default="runs/ablation")
     parser.add_argument("--json", default=None)
+    parser.add_argument("--pair", nargs=2, action="append", metavar=("A", "B"), default=[])
     args = parser.parse_args()
+    if args.pair:
+        print(
+            "| A | B | common episodes | SR A | SR B | rep/step A | rep/step B | won by both "
+            "| A only (seeds) | B only (seeds) |"
+        )
+        print("|---|---|---|---|---|---|---|---|---|---|")
+        for a, b in args.pair:
+            r = pair(Path(args.root) / a, Path(args.root) / b)
+            sa, sb = r["a_stats"], r["b_stats"]
+            print(
+                f"| {a} | {b} | {r['n']} | {sa['won']}/{r['n']} | {sb['won']}/{r['n']} "
+                f"| {sa['rep_per_step']:.2f} | {sb['rep_per_step']:.2f} | {r['both']} "
+                f"| {len(r['a_only'])} {r['a_only'] or ''} "
+                f"| {len(r['b_only'])} {r['b_only'] or ''} |"
+            )
+        return
     rows = [cell(p) for p in sorted(Path(args.root).iterdir()) if (p / "config.json").exists()]
     print(
         "| cell | env | n (err) | SR % [Wilson 95%] | AR % | rep/step | LLM calls/step | s/step "
