@@ -35,8 +35,7 @@ except when the stage advances (the target changes; the stage term counts it):
 .. math:: \delta_t = \tfrac12\big(D_{M',s_t}(\ell_{t-1}) - D_{M_t,s_t}(\ell_t)\big)
    + [s_t > s_{t-1}] + [\text{explored}_t,\ \text{searching}]
    + [\text{target connected in } M_t \text{ and not in } M_{t-1}]
-   - \tfrac14[\text{wasted}_t \lor (\text{revisited}_t,\ \text{searching})]
-   - \tfrac12[\text{took a thing the task does not name}]
+   - \tfrac14[\text{wasted}_t] - \tfrac12[\text{took a thing the task does not name}]
 
 (a step toward the target or the frontier earns 1/2, away loses 1/2; taking the object or
 putting it earns 1; *exploring* while the target is unknown earns 1 — entering an unvisited
@@ -44,10 +43,7 @@ place, or in ALFWorld opening the closed receptacle the agent stands at; reading
 map or exploring that connects the target earns 1; a *wasted* step, one that moves nowhere and
 adds no link, exit, sighting or opening and moves no goal object — a failed move, "look",
 "inventory", closing a door, carrying a thing the task does not name — loses 1/4, so that of
-two paths reaching the same place the shorter one wins; in ALFWorld, going back to a receptacle
-already explored while searching (*revisited*: nothing new seen there) loses 1/4 too, since
-every receptacle is one step from the frontier and the cost term is blind to it; taking a thing
-the task does not name
+two paths reaching the same place the shorter one wins; taking a thing the task does not name
 loses 1/2 more: ALFWorld's agent holds one thing, so it blocks the goal object).  Steps after
 the particle's episode ended score 0; :math:`\log\psi_t = \sum_{s\le t}\delta_s`.  LLM-free
 and exact given the observations.
@@ -362,7 +358,7 @@ def step_progress(before: PlaceMap, after: PlaceMap, goal: TaskGoal | None) -> f
         delta += 1.0
     if connected and not was_connected and stage(after, goal) == stage(before, goal):
         delta += 1.0
-    if wasted(before, after, goal) or (not was_connected and revisited(before, after, goal)):
+    if wasted(before, after, goal):
         delta -= 0.25
     if goal is not None and any(kind_of(e) != goal.obj for e in after.held() - before.held()):
         delta -= 0.5  # a detour: the hands (ALFWorld holds one thing) are now full
@@ -383,25 +379,6 @@ def explored(before: PlaceMap, after: PlaceMap) -> bool:
         and after.place == before.place
         and (after.place, 1.0) in frontier(before)
         and (after.place, 1.0) not in frontier(after)
-    )
-
-
-def revisited(before: PlaceMap, after: PlaceMap, goal: TaskGoal | None = None) -> bool:
-    """In a ``complete`` map (ALFWorld), a move back to a receptacle already visited and not on
-    the frontier (not one found closed and still unopened) that taught nothing: no new sighting,
-    link or opening, no goal object moved. Receptacles change only by the agent's hand, so while
-    the target is unknown such a step is as wasted as "look" (the cost-to-go cannot see it: in a
-    complete map every place is one step from the frontier)."""
-    moved = {e for e, w in after.where.items() if before.where.get(e, w) != w}
-    return (
-        after.complete
-        and after.place != before.place
-        and after.place in before.visited
-        and (after.place, 1.0) not in frontier(before)
-        and after.where.keys() <= before.where.keys()
-        and after.links <= before.links
-        and after.opened <= before.opened
-        and not (goal is not None and any(kind_of(e) == goal.obj for e in moved))
     )
 
 

@@ -23,7 +23,6 @@ from smcplan.planning.places import (
     frontier_distance,
     parse_goal,
     read_step,
-    revisited,
     stage,
     step_progress,
     wasted,
@@ -240,61 +239,3 @@ def test_carrying_a_thing_the_task_does_not_name_is_wasted_and_the_goal_object_i
         triplets=[("agent", "in", "vault"), ("pen", "in", "vault")],
     )
     assert not wasted(m, seen, goal)
-
-
-def test_going_back_to_an_explored_alfworld_receptacle_costs_a_quarter_while_searching():
-    goal = parse_goal("put a kettle in countertop")
-    start = (
-        "You are in the middle of a room. Looking quickly around you, you see a cabinet 1, "
-        "a countertop 1, a drawer 1, and a fridge 1.\n\nYour task is to: put a kettle in "
-        "countertop."
-    )
-    m = read_step(PlaceMap(), None, start, "alfworld")
-    top = read_step(
-        m,
-        "go to countertop 1",
-        "You arrive at countertop 1. On the countertop 1, you see a mug 1.",
-        "alfworld",
-    )
-    assert explored(m, top) and step_progress(m, top, goal) == pytest.approx(1.0)
-    cab = read_step(
-        top, "go to cabinet 1", "You arrive at cabinet 1. The cabinet 1 is closed.", "alfworld"
-    )
-    back = read_step(
-        cab,
-        "go to countertop 1",
-        "You arrive at countertop 1. On the countertop 1, you see a mug 1.",
-        "alfworld",
-    )
-    # nothing new at the countertop, the kettle still unknown: 1/2 (1 - 1) - 1/4
-    assert revisited(cab, back, goal) and not wasted(cab, back, goal)
-    assert step_progress(cab, back, goal) == pytest.approx(-0.25)
-    # the closed cabinet is still frontier: going back to open it is not a revisit
-    again = read_step(
-        back, "go to cabinet 1", "You arrive at cabinet 1. The cabinet 1 is closed.", "alfworld"
-    )
-    assert not revisited(back, again, goal) and step_progress(back, again, goal) == 0.0
-    # once the kettle's place is known, going there is progress, not a revisit penalty
-    opened = read_step(
-        again,
-        "open cabinet 1",
-        "You open the cabinet 1. The cabinet 1 is open. In it, you see a kettle 1.",
-        "alfworld",
-    )
-    away = read_step(
-        opened,
-        "go to countertop 1",
-        "You arrive at countertop 1. On the countertop 1, you see a mug 1.",
-        "alfworld",
-    )
-    home = read_step(
-        away,
-        "go to cabinet 1",
-        "You arrive at cabinet 1. The cabinet 1 is open. In it, you see a kettle 1.",
-        "alfworld",
-    )
-    assert revisited(away, home, goal)  # nothing new, but the target is connected:
-    assert step_progress(away, home, goal) == pytest.approx(0.5)  # 1/2 (1 - 0), no penalty
-    # TextWorldExpress maps are not complete: moving back through a room is never a revisit
-    k = read_step(PlaceMap(), None, KITCHEN, "twx")
-    assert not k.complete
