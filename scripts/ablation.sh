@@ -40,6 +40,8 @@ CELLS=(
   # the full agent (SmolLM2 fast action + reflection; the same oracle slow thinker after K
   # rejections) on the planner-alone cell's seeds: the paper's K = 3, and the demo's K = 1 with
   # the loop guard
+  # tried and reverted (docs/ablation.md): "going back to an explored ALFWorld receptacle while
+  # searching is wasted" (commit 46dc8d2, reverted; run dir runs/ablation/alfworld-sim-env+task-revisitrule): 5/19 against 5/19 on the same seeds
   # the issue's grid N in {1, 4, 16} x H in {1, 3} for the oracle planner with env+task
   "alfworld-sim-env+task-N1-H1|alfworld:pick_and_place|20|nesyfs|$SIM progress=env+task num_particles=1 horizon=1"
   "alfworld-sim-env+task-N1-H3|alfworld:pick_and_place|20|nesyfs|$SIM progress=env+task num_particles=1 horizon=3"
