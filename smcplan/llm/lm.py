@@ -161,7 +161,8 @@ class LanguageModel:
         if spec.term is None:
             return None
         rt = self._runtime
-        if spec.key not in rt.processors:
+
+        def build() -> Any:
             from outlines.backends.outlines_core import OutlinesCoreLogitsProcessor
             from outlines_core import Index
 
@@ -174,8 +175,9 @@ class LanguageModel:
                 raise InvalidArgumentError(
                     f"output_type {spec.key[:80]!r} cannot be compiled to a token mask: {exc}"
                 ) from exc
-            rt.processors[spec.key] = OutlinesCoreLogitsProcessor(index, "torch")
-        proc = rt.processors[spec.key]
+            return OutlinesCoreLogitsProcessor(index, "torch")
+
+        proc = rt.processor(spec.key, build)
         proc.reset()
         return proc
 

@@ -5,6 +5,8 @@ Imports only the standard library.
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,7 +52,24 @@ class Usage:
         return dict(self.__dict__)
 
 
+#: How many compiled token-mask processors (one per output type: each admissible-action set is
+#: one) a model keeps, least recently used evicted first: an agent sees a new admissible set
+#: at most steps, so an unbounded table grows for the whole sweep.
+MAX_PROCESSORS = 256
+
+
 @dataclass
 class _Runtime:
-    processors: dict[str, Any] = field(default_factory=dict)
+    processors: OrderedDict[str, Any] = field(default_factory=OrderedDict)
     vocabulary: Any = None
+
+    def processor(self, key: str, build: Callable[[], Any]) -> Any:
+        """The processor for ``key``; ``build()`` makes it on a miss (LRU, at most
+        :data:`MAX_PROCESSORS` kept)."""
+        if key in self.processors:
+            self.processors.move_to_end(key)
+            return self.processors[key]
+        proc = self.processors[key] = build()
+        while len(self.processors) > MAX_PROCESSORS:
+            self.processors.popitem(last=False)
+        return proc

@@ -208,3 +208,19 @@ def test_json_max_bytes_of_known_shapes():
     assert json_max_bytes({"type": "string"}) is None
     assert json_max_bytes({"type": "number"}) is None
     assert json_max_bytes({"enum": ["Yes", "No"]}) == 5
+
+
+def test_compiled_masks_are_kept_lru_bounded_and_an_evicted_one_is_rebuilt_the_same(
+    tiny, monkeypatch
+):
+    from smcplan.llm import samples
+
+    monkeypatch.setattr(samples, "MAX_PROCESSORS", 3)
+    sets = [[f"go to room {i}", f"open box {i}", "look"] for i in range(5)]
+    first = [tiny.generate(["where now?"], s, seed=11)[0] for s in sets]
+    assert len(tiny._runtime.processors) == 3  # the two oldest were evicted
+    assert output_spec(sets[0]).key not in tiny._runtime.processors
+    # rebuilt on demand: a valid choice, the same one the same seed drew before eviction
+    again = tiny.generate(["where now?"], sets[0], seed=11)[0]
+    assert again == first[0] and again in sets[0]
+    assert list(tiny._runtime.processors)[-1] == output_spec(sets[0]).key  # most recent last
