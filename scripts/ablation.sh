@@ -57,6 +57,7 @@ CELLS=(
   "coin-sim-env+task-N16-H3|twx:coin|20|nesyfs|$SIM progress=env+task num_particles=16 horizon=3"
   "coin-full-K3-sim-env+task|twx:coin|10|nesyfs|$FULL progress=env+task"
   "coin-full-K1-guard-sim-env+task|twx:coin|10|nesyfs|$FULL progress=env+task max_rejections=1 loop_guard=true"
+  "alfworld-full-K1-guard-sim-env+task-N16|alfworld:pick_and_place|10|nesyfs|$FULL progress=env+task max_rejections=1 loop_guard=true num_particles=16"
 )
 want=("$@")
 for cell in "${CELLS[@]}"; do
