@@ -24,9 +24,11 @@ machine is shared. Writes ``bench/results/alfworld_clone.json``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +42,19 @@ def _advance(env: Any, depth: int) -> None:
     gold = env.gold_actions()
     for action in (gold[: max(0, len(gold) - 1)] + ["look"] * depth)[:depth]:
         env.step(action)
+
+
+@contextlib.contextmanager
+def _game_at(seed: int, mode: str, depth: int) -> Iterator[Any]:
+    """Game ``seed`` of pick_and_place (split train), cloning by ``mode``, ``depth`` steps in."""
+    from smcplan.envs import make
+
+    with make(
+        "alfworld:pick_and_place", seed=seed, split="train", max_steps=100, clone_by=mode
+    ) as env:
+        env.reset()
+        _advance(env, depth)
+        yield env
 
 
 def _clone_and_step_ms(env: Any, repeats: int) -> float:
@@ -84,32 +99,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--plan-calls", type=int, default=3)
     args = ap.parse_args(argv)
 
-    from smcplan.envs import make
-
     clone_rows, plan_rows = [], []
     for seed in args.seeds:
         for depth in args.depths:
             row: dict[str, Any] = {"seed": seed, "depth": depth}
             for mode in MODES:
-                with make(
-                    "alfworld:pick_and_place",
-                    seed=seed,
-                    split="train",
-                    max_steps=100,
-                    clone_by=mode,
-                ) as env:
-                    env.reset()
-                    _advance(env, depth)
+                with _game_at(seed, mode, depth) as env:
                     row[f"{mode}_ms"] = _clone_and_step_ms(env, args.repeats)
             row["speedup"] = row["replay_ms"] / row["snapshot_ms"]
             clone_rows.append(row)
         row = {"seed": seed, "depth": 10}
         for mode in MODES:
-            with make(
-                "alfworld:pick_and_place", seed=seed, split="train", max_steps=100, clone_by=mode
-            ) as env:
-                env.reset()
-                _advance(env, 10)
+            with _game_at(seed, mode, 10) as env:
                 calls = [_plan_call(env, key) for key in range(args.plan_calls)]
                 row[f"{mode}_s"] = statistics.median(c[0] for c in calls)
                 row[f"{mode}_actions"] = [c[1] for c in calls]

@@ -20,10 +20,15 @@ from pathlib import Path
 from smcplan.eval.metrics import wilson_interval
 
 
+def summaries_of(run: Path) -> list[dict]:
+    """The run's episode summaries (``episodes/*.json``), finished or not, in file order."""
+    return [json.loads(p.read_text()) for p in sorted((run / "episodes").glob("*.json"))]
+
+
 def cell(run: Path) -> dict:
     config = json.loads((run / "config.json").read_text())
     agent_config = config.get("config", {}).get("agent_config", {}) or {}
-    summaries = [json.loads(p.read_text()) for p in sorted((run / "episodes").glob("*.json"))]
+    summaries = summaries_of(run)
     ok = [s for s in summaries if s["status"] == "ok"]
     n, k = len(ok), sum(bool(s["won"]) for s in ok)
     steps = sum(s["stats"]["total_steps"] for s in ok) or 1
@@ -77,16 +82,15 @@ def cell(run: Path) -> dict:
 
 def _episodes(run: Path) -> dict[int, dict]:
     """seed -> (won, repetitive steps, steps) of the run's finished episodes."""
-    out = {}
-    for p in sorted((run / "episodes").glob("*.json")):
-        s = json.loads(p.read_text())
-        if s["status"] == "ok":
-            out[int(s["seed"])] = {
-                "won": bool(s["won"]),
-                "rep": s["stats"]["repetitive_steps"],
-                "steps": s["stats"]["total_steps"],
-            }
-    return out
+    return {
+        int(s["seed"]): {
+            "won": bool(s["won"]),
+            "rep": s["stats"]["repetitive_steps"],
+            "steps": s["stats"]["total_steps"],
+        }
+        for s in summaries_of(run)
+        if s["status"] == "ok"
+    }
 
 
 def pair(a: Path, b: Path) -> dict:

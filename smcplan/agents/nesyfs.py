@@ -260,9 +260,9 @@ class NeSyFSAgent(LLMAgent):
             self._observe(observation, self.last_action, info)
         if isinstance(self.belief, KGBelief):
             rec.extra["kg_retrieved"] = [f"({s}, {r}, {o})" for s, r, o in ctx.triplets]
-        decision = self._follow(observation, admissible, rec) or self._choose(
-            ctx, observation, admissible, rec
-        )
+        decision = self._follow(observation, admissible, rec)
+        if decision is None:
+            decision = self._choose(ctx, observation, admissible, rec)
         self._pairs.add((self._where(observation), decision.action))  # the loop guard's memory
         return decision
 
