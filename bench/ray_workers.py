@@ -7,7 +7,9 @@ episode, exactly as ``smcplan eval --env twx:coin --agent react --max-steps 10 -
 Reports the wall time of the whole sweep (Ray start-up and one model load per worker included),
 episodes/hour from it, the summed per-episode wall time divided by the sweep's wall time
 (the parallelism actually obtained), and whether every episode's records equal those of the
-1-worker run apart from timings. Writes ``bench/results/ray_workers.json``.
+1-worker run apart from timings, the seconds before the first episode started (start-up) and
+each run's summed episode time relative to the first run's (contention between workers).
+Writes ``bench/results/ray_workers.json``.
 """
 
 from __future__ import annotations
@@ -45,6 +47,12 @@ def _records(out: str) -> dict:
     return result
 
 
+def _unix(iso: str) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(iso).timestamp()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--episodes", type=int, default=4)
@@ -78,10 +86,14 @@ def main() -> None:
             max_steps=args.max_steps,
             model=model,
         )
-        t0 = time.perf_counter()
+        t0, t0_unix = time.perf_counter(), time.time()
         summaries = run_eval(config, progress=False, workers=n)
         wall = time.perf_counter() - t0
         busy = sum(s["wall_s"] for s in summaries)
+        # seconds from the sweep's start to its first episode's start (Ray, model and env start-up;
+        # started_at has one-second resolution)
+        startup = min(_unix(s["started_at"]) for s in summaries) - t0_unix
+        busy_ref = busy if not runs else next(iter(runs.values()))["episode_wall_s_sum"]
         records = _records(out)
         reference = records if reference is None else reference
         same = records == reference
@@ -92,16 +104,40 @@ def main() -> None:
             "episodes_per_hour": eph,
             "episode_wall_s_sum": busy,
             "parallelism": busy / wall,
+            "startup_s": startup,
+            "episode_time_vs_first": busy / busy_ref,
             "steps": sum(s["steps"] for s in summaries),
             "errors": sum(s["status"] == "error" for s in summaries),
             "same_records_as_first": same,
         }
-        rows.append([n, len(summaries), f"{wall:.0f}", f"{eph:.1f}", f"{busy / wall:.2f}", same])
+        rows.append(
+            [
+                n,
+                len(summaries),
+                f"{wall:.0f}",
+                f"{eph:.1f}",
+                f"{busy / wall:.2f}",
+                f"{startup:.0f}",
+                f"{busy / busy_ref:.2f}",
+                same,
+            ]
+        )
     base = runs[args.workers[0]]["episodes_per_hour"]
     for row, n in zip(rows, args.workers, strict=True):
         row.append(f"{runs[n]['episodes_per_hour'] / base:.2f}x")
     print_table(
-        ["workers", "episodes", "wall s", "episodes/h", "parallelism", "same", "speed-up"], rows
+        [
+            "workers",
+            "episodes",
+            "wall s",
+            "episodes/h",
+            "parallelism",
+            "start-up s",
+            "episode time",
+            "same",
+            "speed-up",
+        ],
+        rows,
     )
     print(
         "wrote",

@@ -30,7 +30,7 @@ CELLS=(
   "mapreader-random|twx:mapreader|20|random|"
   "mapreader-sim-env+novelty|twx:mapreader|10|nesyfs|$SIM progress=env+novelty"
   "coin-react|twx:coin|20|react|"
-  "coin-nesyfs-lm|twx:coin|5|nesyfs|"
+  "coin-nesyfs-lm|twx:coin|10|nesyfs|"
   "coin-sim-lmproposal-env+novelty|twx:coin|10|nesyfs|$SIM progress=env+novelty plan_proposal=lm"
   "coin-lm-always-novelty|twx:coin|5|nesyfs|slow_thinking=always progress=novelty"
   "alfworld-random|alfworld:pick_and_place|20|random|"
