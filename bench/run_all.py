@@ -47,7 +47,6 @@ QUICK: dict[str, list[str]] = {
     "viewer_size": ["--episodes", "5", "--max-steps", "20"],
     "agent_step": ["--agents", "react", "--seeds", "10000", "--steps", "2"],
     "profile_step": ["--agents", "react", "--steps", "1", "--top", "10"],
-    "sweep_memory": ["--episodes", "3", "--max-steps", "2", "--model", "tiny"],
     # need smcplan[scale] (Ray; llama-cpp-python's server)
     "ray_workers": ["--episodes", "2", "--max-steps", "3", "--model", "tiny"],
     "remote_step": ["--steps", "1"],

@@ -34,7 +34,6 @@ from smcplan.agents.context import (
 from smcplan.agents.extractors import Extractor
 from smcplan.agents.record import StepRecord, UsageMeter, clean_text
 from smcplan.agents.shortlist import DEFAULT_MAX_ACTIONS, shortlist_actions
-from smcplan.llm.host_memory import release_free_memory
 
 __all__ = [
     "LLMAgent",
@@ -245,14 +244,11 @@ class LLMAgent:
         Clearing the prefix cache (:mod:`smcplan.llm.prefix_cache`) makes an episode independent
         of the episodes run before it in the same process, bit for bit: a cached prefix changes
         log-probabilities in the last fp32 bits, so without it ``--workers N`` could differ from
-        ``--workers 1``. Reuse within the episode, where nearly all of it is, stays. The freed
-        host memory is then handed back to the system (:mod:`smcplan.llm.host_memory`), so a
-        long sweep's resident set does not creep up episode after episode.
+        ``--workers 1``. Reuse within the episode, where nearly all of it is, stays.
         """
         cache = getattr(self.lm, "prefix_cache", None)
         if cache is not None:
             cache.clear()
-            release_free_memory()
         self.task = task
         self.t = 0
         self.last_action = None
