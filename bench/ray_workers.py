@@ -1,6 +1,6 @@
 """Episodes per hour of ``smcplan eval`` with 1 worker (in-process) and N Ray workers.
 
-    PYTHONPATH=. nice -n 10 .venv/bin/python bench/ray_workers.py --episodes 4 --workers 1 2
+    PYTHONPATH=. .venv/bin/python bench/ray_workers.py --episodes 16 --workers 1 2
 
 ReAct with the packaged SmolLM2 on TextWorldExpress coin (dev seeds 10000..), 10 steps per
 episode, exactly as ``smcplan eval --env twx:coin --agent react --max-steps 10 --workers N``.
