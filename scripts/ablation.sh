@@ -55,6 +55,10 @@ CELLS=(
   "coin-sim-env+task-N4-H3|twx:coin|20|nesyfs|$SIM progress=env+task num_particles=4 horizon=3"
   "coin-sim-env+task-N16-H1|twx:coin|20|nesyfs|$SIM progress=env+task num_particles=16 horizon=1"
   "coin-sim-env+task-N16-H3|twx:coin|20|nesyfs|$SIM progress=env+task num_particles=16 horizon=3"
+  # the env twist alone with a Monte Carlo leaf value (4 uniform rollouts of at most 25 steps
+  # per particle at step H, on clones; the episode's own step limit cuts them)
+  "coin-sim-env-rollouts|twx:coin|20|nesyfs|$SIM progress=env rollouts=4 rollout_steps=25"
+  "mapreader-sim-env-rollouts|twx:mapreader|20|nesyfs|$SIM progress=env rollouts=4 rollout_steps=25"
   "coin-full-K3-sim-env+task|twx:coin|10|nesyfs|$FULL progress=env+task"
   "coin-full-K1-guard-sim-env+task|twx:coin|10|nesyfs|$FULL progress=env+task max_rejections=1 loop_guard=true"
   "alfworld-full-K1-guard-sim-env+task-N16|alfworld:pick_and_place|10|nesyfs|$FULL progress=env+task max_rejections=1 loop_guard=true num_particles=16"

@@ -117,7 +117,8 @@ class NeSyFSAgent(LLMAgent):
         them if none is left). The paper feeds back only the reflection's thought; a strong model
         then proposes something else, SmolLM2-135M mostly re-proposes the same action (measured:
         docs/agents.md), so this is on by default; ``False`` gives the paper's plain feedback.
-    num_particles, horizon, lam, weighting, resampling, ess_threshold, choice, observation_tokens
+    num_particles, horizon, lam, weighting, resampling, ess_threshold, choice, observation_tokens,
+    rollouts, rollout_steps, rollout_discount
         The slow thinker's settings (fields of :class:`~smcplan.planning.PlannerConfig`; ``None``
         keeps its default).
     reflector
@@ -159,6 +160,9 @@ class NeSyFSAgent(LLMAgent):
         ess_threshold: float | None = None,
         choice: str | None = None,
         observation_tokens: int | None = None,
+        rollouts: int | None = None,
+        rollout_steps: int | None = None,
+        rollout_discount: float | None = None,
         reflector: Any = None,
         planner: Any = None,
         temperature: float = 1.0,
@@ -199,6 +203,9 @@ class NeSyFSAgent(LLMAgent):
             ess_threshold=ess_threshold,
             choice=choice,
             observation_tokens=observation_tokens,
+            rollouts=rollouts,
+            rollout_steps=rollout_steps,
+            rollout_discount=rollout_discount,
             world_model=world_model,
             progress=progress,
             proposal=plan_proposal,

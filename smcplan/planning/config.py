@@ -75,7 +75,11 @@ class PlannerConfig(NamedTuple):
     ``choice`` ``"sample"`` (:math:`j\sim\mathrm{Cat}(W^H)`) or ``"max_weight"``; ``tie_break``
     (:data:`TIE_BREAKS`, ``"proposal"``); ``world_model`` (:data:`WORLD_MODELS`, ``"lm"``);
     ``progress`` (:data:`PROGRESS` or a ``+``-sum, ``"lm"``); ``proposal`` (:data:`PROPOSALS`,
-    ``"lm"``); ``observation_tokens`` bounds each predicted observation of the LM world model.
+    ``"lm"``); ``observation_tokens`` bounds each predicted observation of the LM world model;
+    ``rollouts`` M (0: off), ``rollout_steps`` R (25) and ``rollout_discount`` :math:`\gamma`
+    (0.95): the ``env`` twist's Monte Carlo leaf value at step H, M uniform rollouts of at most R
+    steps on clones of each particle's environment (simulator world model only;
+    :class:`smcplan.planning.progress.EnvProgress`).
     """
 
     num_particles: int = 4
@@ -90,6 +94,9 @@ class PlannerConfig(NamedTuple):
     progress: str = "lm"
     proposal: str = "lm"
     observation_tokens: int = 32
+    rollouts: int = 0
+    rollout_steps: int = 25
+    rollout_discount: float = 0.95
 
     def validated(self) -> PlannerConfig:
         """``self`` after checking every field (errors name the value and the valid ones)."""
@@ -125,6 +132,24 @@ class PlannerConfig(NamedTuple):
             raise PlanningError(
                 f"observation_tokens must be an integer >= 1; got {self.observation_tokens!r}"
             )
+        for name, low in (("rollouts", 0), ("rollout_steps", 1)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < low:
+                raise PlanningError(f"{name} must be an integer >= {low}; got {v!r}")
+        g = self.rollout_discount
+        if isinstance(g, bool) or not isinstance(g, (int, float)) or not 0.0 < float(g) <= 1.0:
+            raise PlanningError(f"rollout_discount must be a number in (0, 1]; got {g!r}")
+        if self.rollouts > 0:
+            if "env" not in parse_progress(self.progress):
+                raise PlanningError(
+                    f"rollouts={self.rollouts} is the 'env' twist's leaf value, but progress is "
+                    f"{self.progress!r}; add 'env' (e.g. progress='env') or set rollouts=0"
+                )
+            if self.world_model != "simulator":
+                raise PlanningError(
+                    f"rollouts={self.rollouts} rolls out copies of the environment; it needs "
+                    "world_model='simulator' (or rollouts=0)"
+                )
         return self
 
     @classmethod

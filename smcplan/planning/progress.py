@@ -9,7 +9,21 @@ weight :math:`\psi_t/\psi_{t-1} = e^{\delta_t}`, the same pull as NeSyFS with :m
 * ``"env"`` — :math:`\delta_t = \Delta\mathrm{score}_t + (1 + H - t)([\mathrm{won}_t] -
   [\mathrm{lost}_t])` from the environment (exact under the simulator world model; ``lost`` =
   ended without winning, not by the step limit).  An ending counts :math:`1 + H - t`: the other
-  twists give at most 1 per step, so no imagined wandering after a win can outweigh it;
+  twists give at most 1 per step, so no imagined wandering after a win can outweigh it.
+  With ``rollouts`` M > 0 (simulator world model only) the last step also adds a Monte Carlo
+  **leaf value**, the simulation step of MCTS and of LATS (Zhou et al. 2024, arXiv 2310.04406):
+  from a ``clone()`` of the particle's environment at step H, M rollouts of at most R
+  (``rollout_steps``) uniformly random admissible actions estimate
+
+  .. math:: \hat V(x_H) = \frac1M\sum_{m=1}^M \sum_{r=1}^{R_m} \gamma^{r-1}
+     \big(\Delta\mathrm{score}_r + [\mathrm{won}_r] - [\mathrm{lost}_r]\big),
+     \qquad \delta_H \leftarrow \delta_H + \hat V(x_H),
+
+  an unbiased estimate of the uniform policy's discounted return from the imagined state
+  (:math:`\gamma` = ``rollout_discount``; a rollout stops at the episode's end).  Where no score
+  event lies within H steps (a sparse game), the plain ``env`` twist gives every particle
+  :math:`\delta = 0`; the leaf value still tells particles apart whose random continuations
+  reach a score event more often or sooner.  Particles that ended within H get no leaf value;
 * ``"novelty"`` — a count-based exploration bonus (Strehl & Littman 2008; Bellemare et al.
   2016) over places and graph entities:
 
@@ -60,7 +74,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from smcplan.memory import extract_triplets
-from smcplan.planning.components import Score
+from smcplan.planning.components import PlanningError, Score
 from smcplan.planning.config import DEFAULT_RETRIEVAL, Retrieval, parse_progress
 from smcplan.planning.outcome import DONE_ACTION
 from smcplan.planning.places import PlaceMap, TaskProgress, read_step
@@ -167,16 +181,29 @@ class _Cumulative:
 
 class EnvProgress(_Cumulative):
     r""":math:`\delta_t = \Delta\mathrm{score}_t + (1 + H - t)([\mathrm{won}_t] -
-    [\mathrm{lost}_t])` (module docstring); ``horizon`` H is set by the planner at each call."""
+    [\mathrm{lost}_t])`, plus at t = H the Monte Carlo leaf value :math:`\hat V(x_H)` of
+    ``rollouts`` M uniform rollouts of at most ``rollout_steps`` R steps, discounted by
+    ``discount`` :math:`\gamma` (module docstring; M = 0: no leaf value).  ``horizon`` H is set
+    by the planner at each call; ``rollout_env_steps`` counts the environment steps the
+    rollouts took."""
 
     __name__ = "env"
 
-    def __init__(self) -> None:
+    def __init__(self, rollouts: int = 0, rollout_steps: int = 25, discount: float = 0.95) -> None:
         self.horizon = 1
+        self.rollouts = int(rollouts)
+        self.rollout_steps = int(rollout_steps)
+        self.discount = float(discount)
+        self.rollout_env_steps = 0
 
     def __call__(self, key: jax.Array, particles: list[Any], t: int, horizon: int) -> Score:
         self.horizon = int(horizon)
-        return super().__call__(key, particles, t, horizon)
+        per = [self.deltas(p) for p in particles]
+        if self.rollouts > 0 and t == self.horizon:
+            keys = jax.random.split(key, len(particles))
+            for i, (p, k) in enumerate(zip(particles, keys, strict=True)):
+                per[i][-1] += self.leaf_value(k, p)
+        return Score(jnp.asarray([d[-1] for d in per]), jnp.asarray([float(sum(d)) for d in per]))
 
     def deltas(self, particle: Any) -> list[float]:
         out, done = [], False
@@ -185,6 +212,50 @@ class EnvProgress(_Cumulative):
             out.append(0.0 if done else float(oc.gain) + end)
             done = done or oc.done
         return out
+
+    def leaf_value(self, key: jax.Array, particle: Any) -> float:
+        r""":math:`\hat V(x_H)`: the mean discounted return of M uniform rollouts, each from its
+        own ``clone()`` of the particle's environment, the first action drawn from the
+        particle's own admissible actions (0 for a particle that has ended)."""
+        if particle.done:
+            return 0.0
+        env = getattr(particle, "env", None)
+        if env is None:
+            raise PlanningError(
+                "progress 'env' with rollouts > 0 rolls out the particle's own copy of the "
+                "environment; it needs world_model='simulator'"
+            )
+        rng = np.random.default_rng(int(jax.random.randint(key, (), 0, 2**31 - 1)))
+        total = 0.0
+        for _ in range(self.rollouts):
+            total += self._rollout(env.clone(), particle, rng)
+        return total / self.rollouts
+
+    def _rollout(self, env: Any, particle: Any, rng: np.random.Generator) -> float:
+        ret, weight, score = 0.0, 1.0, float(particle.score)
+        actions = list(particle.admissible or ())
+        try:
+            for _ in range(self.rollout_steps):
+                if not actions:
+                    actions = list(env.admissible_actions())
+                if not actions:
+                    break
+                _obs, _reward, done, info = env.step(actions[int(rng.integers(len(actions)))])
+                self.rollout_env_steps += 1
+                new = float(info.get("score", score) or 0.0)
+                won = bool(info.get("won", False))
+                lost = bool(done and not won and not info.get("truncated", False))
+                ret += weight * (new - score + float(won) - float(lost))
+                score, weight = new, weight * self.discount
+                if done:
+                    break
+                actions = list(info.get("admissible_actions") or ())
+        finally:
+            try:
+                env.close()
+            except Exception:  # noqa: BLE001 - best effort: a rollout copy is being discarded
+                pass
+        return ret
 
 
 class NoveltyProgress(_Cumulative):
@@ -357,13 +428,17 @@ def make_progress(
     progress_model: Any = None,
     retrieval: Retrieval = DEFAULT_RETRIEVAL,
     env_kind: str = "auto",
+    rollouts: int = 0,
+    rollout_steps: int = 25,
+    rollout_discount: float = 0.95,
 ) -> SumTwist:
     """The twist named by ``spec`` (``"env+novelty"``), always as a :class:`SumTwist` (one part
-    or more); an unknown name lists the valid ones."""
+    or more); an unknown name lists the valid ones.  ``rollouts``, ``rollout_steps`` and
+    ``rollout_discount``: the ``env`` part's Monte Carlo leaf value (:class:`EnvProgress`)."""
     parts = []
     for name in parse_progress(spec):
         if name == "env":
-            parts.append((name, EnvProgress()))
+            parts.append((name, EnvProgress(rollouts, rollout_steps, rollout_discount)))
         elif name == "novelty":
             parts.append((name, NoveltyProgress(seen, env_kind)))
         elif name == "rlvmr":

@@ -286,7 +286,10 @@ def plan_text(
     * ``progress``: ``"lm"`` (the model's Yes/No judge, seeing the particle's retrieved graph and
       new triplets), ``"env"`` (score gain, won, lost; simulator only), ``"rlvmr"`` (RLVMR's
       verifiable rules), ``"novelty"`` (new places and entities), or a ``+``-sum
-      (:mod:`smcplan.planning.progress`); ``twist`` (any Twist) replaces it.  ``seen``: what
+      (:mod:`smcplan.planning.progress`); ``twist`` (any Twist) replaces it.  ``rollouts=M``
+      adds to ``env`` a Monte Carlo leaf value at step H (M uniform rollouts of at most
+      ``rollout_steps`` on clones of each particle's environment, discounted by
+      ``rollout_discount``; simulator only).  ``seen``: what
       the episode has already seen (places, entities, actions), for novelty and rlvmr.
     * ``proposal``: ``"lm"`` (``proposer``, default :class:`~smcplan.llm.ActionProposal` at
       temperature 1) or ``"uniform"`` (LLM-free); each particle proposes over its own admissible
@@ -328,6 +331,8 @@ def plan_text(
             raise PlanningError("world_model='simulator' needs simulator= a clone factory (e.g. env.clone of the real environment)")
         check_clone_factory(simulator)
     names = parse_progress(cfg.progress)
+    if twist is not None and cfg.rollouts:
+        raise PlanningError(f"rollouts={cfg.rollouts} is the built-in 'env' twist's leaf value; twist= replaces that twist (set rollouts=0)")
     if twist is None and "env" in names and not simulated:
         raise PlanningError("progress 'env' reads the score from the simulator; it needs world_model='simulator'")
     wants_lm_progress = twist is None and "lm" in names
@@ -354,7 +359,8 @@ def plan_text(
 
     key = as_key(key)
     if twist is None:
-        twist = make_progress(cfg.progress, task=task, seen=seen, progress_model=progress_model, retrieval=retrieval, env_kind=env_kind)
+        twist = make_progress(cfg.progress, task=task, seen=seen, progress_model=progress_model, retrieval=retrieval, env_kind=env_kind,
+                              rollouts=cfg.rollouts, rollout_steps=cfg.rollout_steps, rollout_discount=cfg.rollout_discount)
     world = (
         SimulatorWorldModel(simulator, update_graphs=graphs, shortlist=shortlist)
         if simulated
@@ -371,6 +377,12 @@ def plan_text(
                           "oracle": simulated})
     if simulated:
         result.config["clones"] = world.clones
+    if cfg.rollouts:
+        result.config.update({"rollouts": cfg.rollouts, "rollout_steps": cfg.rollout_steps,
+                              "rollout_discount": cfg.rollout_discount})
+        env_part = dict(getattr(twist, "parts", ())).get("env")
+        if env_part is not None:
+            result.config["rollout_env_steps"] = env_part.rollout_env_steps
     if hasattr(twist, "informative"):
         result.config["informative"] = "+".join(twist.informative())
     return result

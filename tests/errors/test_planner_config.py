@@ -1,0 +1,28 @@
+"""Garbage for the text planner's settings (:class:`smcplan.planning.PlannerConfig`): any value of
+a rollout setting gives a valid configuration or a typed error naming the setting."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from smcplan.planning import PlannerConfig
+
+from ._garbage import bad_scalar, call
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.sampled_from(["rollouts", "rollout_steps", "rollout_discount"]),
+    bad_scalar,
+)
+def test_any_rollout_setting_is_valid_or_a_typed_error(field, value):
+    ok, out = call(
+        PlannerConfig.from_options, world_model="simulator", progress="env", **{field: value}
+    )
+    if ok:
+        assert isinstance(out.rollouts, int) and out.rollouts >= 0
+        assert isinstance(out.rollout_steps, int) and out.rollout_steps >= 1
+        assert 0.0 < float(out.rollout_discount) <= 1.0
+    else:
+        assert field in str(out)

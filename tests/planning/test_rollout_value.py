@@ -1,0 +1,132 @@
+"""The ``env`` twist's Monte Carlo leaf value (``rollouts=M``): uniform rollouts on clones of each
+particle's environment, checked against the exact expectation computed by enumerating every
+action sequence on the real toy household, with a tolerance derived from the exact variance.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import pytest
+
+import smcplan
+from smcplan.envs import make
+from smcplan.planning import PlannerConfig, PlanningError
+from smcplan.planning.progress import EnvProgress
+from smcplan.planning.text_components import TextParticle
+
+
+@pytest.fixture()
+def drawer():
+    """Agent at the closed drawer 1 that holds the key: a blind take fails (lost), "open drawer 1"
+    then "take key 1 from drawer 1" wins."""
+    env = make(
+        "toy:household",
+        receptacles=("drawer 1", "drawer 2"),
+        key_prior=(1.0, 0.0),
+        start="drawer 1",
+        closed_take="fails",
+    )
+    obs, info = env.reset(0)
+    yield env, obs, list(info["admissible_actions"])
+    env.close()
+
+
+def exact_moments(env, actions, score, steps, gamma):
+    r"""(E[G], E[G^2]) of :math:`G = \sum_{r\le R}\gamma^{r-1}(\Delta s_r + [won_r] - [lost_r])`
+    under the uniform policy, by enumerating every action from clones of ``env``."""
+    if steps == 0 or not actions:
+        return 0.0, 0.0
+    m1 = m2 = 0.0
+    for a in actions:
+        twin = env.clone()
+        try:
+            _o, _r, done, info = twin.step(a)
+            new = float(info.get("score", score) or 0.0)
+            won = bool(info.get("won", False))
+            lost = bool(done and not won and not info.get("truncated", False))
+            r = new - score + float(won) - float(lost)
+            if done:
+                g1, g2 = 0.0, 0.0
+            else:
+                nxt = list(info.get("admissible_actions") or twin.admissible_actions())
+                g1, g2 = exact_moments(twin, nxt, new, steps - 1, gamma)
+        finally:
+            twin.close()
+        m1 += r + gamma * g1
+        m2 += r * r + 2 * gamma * r * g1 + gamma * gamma * g2
+    return m1 / len(actions), m2 / len(actions)
+
+
+def test_the_leaf_value_is_the_uniform_policys_discounted_return_within_its_standard_error(drawer):
+    # the particle's own admissible set ("open drawer 1" only) gives the rollouts' first action;
+    # every later action is uniform over the clone's set, so every score event is discounted
+    env, obs, _actions = drawer
+    first = ["open drawer 1"]
+    steps, gamma, m = 3, 0.5, 1500
+    mean, second = exact_moments(env, first, 0.0, steps, gamma)
+    sd = math.sqrt(max(second - mean * mean, 0.0))
+    assert mean > 0.0 and sd > 0.0  # open, then take wins at rollout step 2
+    particle = TextParticle(
+        kg=None, root_observation=obs, admissible=tuple(first), env=env.clone()
+    )
+    twist = EnvProgress(rollouts=m, rollout_steps=steps, discount=gamma)
+    estimate = twist.leaf_value(jax.random.key(7), particle)
+    # the mean of m i.i.d. returns: |error| <= 4 standard errors fails with probability < 1e-4
+    assert abs(estimate - mean) <= 4 * sd / math.sqrt(m), (estimate, mean, sd)
+    assert twist.leaf_value(jax.random.key(7), particle) == estimate  # the key decides
+    assert 0 < twist.rollout_env_steps <= 2 * m * steps
+    assert env.actions == [] and particle.env.actions == []  # rollouts step their own clones
+    particle.env.close()
+
+
+def test_rollouts_break_the_ties_of_a_sparse_score_and_leave_the_real_env_alone():
+    # drawer 2 holds the key and the agent starts at drawer 1; offered every action but the takes
+    # (a take here ends the episode lost), no one-step action scores, so the plain env twist
+    # gives every particle delta 0 (degenerate); the leaf value does not (the rollouts may take)
+    env = make("toy:household", receptacles=("drawer 1", "drawer 2"), key_prior=(0.0, 1.0),
+               start="drawer 1")
+    obs, info = env.reset(0)
+    actions = [a for a in info["admissible_actions"] if not a.startswith("take")]
+    common = dict(observation=obs, world_model="simulator", simulator=env.clone, progress="env",
+                  proposal="uniform", num_particles=8, horizon=1, choice="max_weight")
+    try:
+        plain = smcplan.plan(env.task, None, actions, key=3, **common)
+        rolled = smcplan.plan(env.task, None, actions, key=3, rollouts=4, rollout_steps=4, **common)
+        again = smcplan.plan(env.task, None, actions, key=3, rollouts=4, rollout_steps=4, **common)
+        assert plain.degenerate and not rolled.degenerate
+        assert rolled.config["rollouts"] == 4 and rolled.config["rollout_env_steps"] > 0
+        assert rolled.action == again.action
+        assert [float(w) for w in rolled.log_weights] == [float(w) for w in again.log_weights]
+        assert env.actions == []
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"rollouts": -1}, r"rollouts must be an integer >= 0; got -1"),
+        ({"rollouts": True}, r"rollouts must be an integer >= 0; got True"),
+        ({"rollout_steps": 0}, r"rollout_steps must be an integer >= 1; got 0"),
+        ({"rollout_discount": 0.0}, r"rollout_discount must be a number in \(0, 1\]; got 0.0"),
+        ({"rollout_discount": float("nan")}, r"rollout_discount must be a number in \(0, 1\]"),
+        ({"rollouts": 2, "progress": "task", "world_model": "simulator"},
+         r"rollouts=2 is the 'env' twist's leaf value, but progress is 'task'; add 'env'"),
+        ({"rollouts": 2, "progress": "env", "world_model": "lm"},
+         r"rollouts=2 rolls out copies of the environment; it needs world_model='simulator'"),
+    ],
+)
+def test_bad_rollout_settings_name_the_argument_and_the_fix(kwargs, message):
+    with pytest.raises(PlanningError, match=message):
+        PlannerConfig.from_options(**kwargs)
+    with pytest.raises(PlanningError, match=message):
+        smcplan.plan("take the key", None, ["look"], proposal="uniform", **kwargs)
+
+
+def test_a_custom_twist_with_rollouts_is_refused(drawer):
+    env, obs, actions = drawer
+    with pytest.raises(PlanningError, match="twist= replaces that twist"):
+        smcplan.plan(env.task, None, actions, world_model="simulator", simulator=env.clone,
+                     progress="env", proposal="uniform", rollouts=2, twist=EnvProgress())
