@@ -23,7 +23,7 @@ CELLS=(
   "alfworld-sim-env+task|alfworld:pick_and_place|20|nesyfs|$SIM progress=env+task"
   "coin-sim-env+novelty|twx:coin|20|nesyfs|$SIM progress=env+novelty"
   "coin-sim-novelty|twx:coin|11|nesyfs|$SIM progress=novelty"
-  "coin-sim-env|twx:coin|10|nesyfs|$SIM progress=env"
+  "coin-sim-env|twx:coin|20|nesyfs|$SIM progress=env"
   "coin-sim-rlvmr|twx:coin|10|nesyfs|$SIM progress=rlvmr"
   "coin-sim-env+novelty-H1|twx:coin|10|nesyfs|$SIM progress=env+novelty horizon=1"
   "coin-sim-env+novelty-N1|twx:coin|20|nesyfs|$SIM progress=env+novelty num_particles=1"
