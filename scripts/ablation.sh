@@ -59,7 +59,10 @@ CELLS=(
   # per particle at step H, on clones; the episode's own step limit cuts them)
   "coin-sim-env-rollouts|twx:coin|20|nesyfs|$SIM progress=env rollouts=4 rollout_steps=25"
   "mapreader-sim-env-rollouts|twx:mapreader|20|nesyfs|$SIM progress=env rollouts=4 rollout_steps=25"
-  "alfworld-sim-env-rollouts|alfworld:pick_and_place|5|nesyfs|$SIM progress=env rollouts=4 rollout_steps=25"
+  "coin-sim-env-rollouts16|twx:coin|20|nesyfs|$SIM progress=env rollouts=16 rollout_steps=25"
+  # cut to one episode: ~40 s a step, and every call of it was degenerate (no uniform rollout
+  # finishes a pick-and-place task)
+  "alfworld-sim-env-rollouts|alfworld:pick_and_place|1|nesyfs|$SIM progress=env rollouts=4 rollout_steps=25"
   "coin-full-K3-sim-env+task|twx:coin|10|nesyfs|$FULL progress=env+task"
   "coin-full-K1-guard-sim-env+task|twx:coin|10|nesyfs|$FULL progress=env+task max_rejections=1 loop_guard=true"
   "alfworld-full-K1-guard-sim-env+task-N16|alfworld:pick_and_place|10|nesyfs|$FULL progress=env+task max_rejections=1 loop_guard=true num_particles=16"
