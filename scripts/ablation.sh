@@ -59,6 +59,7 @@ CELLS=(
   # per particle at step H, on clones; the episode's own step limit cuts them)
   "coin-sim-env-rollouts|twx:coin|20|nesyfs|$SIM progress=env rollouts=4 rollout_steps=25"
   "mapreader-sim-env-rollouts|twx:mapreader|20|nesyfs|$SIM progress=env rollouts=4 rollout_steps=25"
+  "mapreader-sim-env|twx:mapreader|20|nesyfs|$SIM progress=env"
   "coin-sim-env-rollouts16|twx:coin|20|nesyfs|$SIM progress=env rollouts=16 rollout_steps=25"
   # cut to one episode: ~40 s a step, and every call of it was degenerate (no uniform rollout
   # finishes a pick-and-place task)
