@@ -226,3 +226,27 @@ def test_an_unknown_agent_arg_lists_the_valid_keys_of_every_agent(tmp_path, caps
         and f"unknown option 'bogus' for agent '{agent}' (--agent-arg); valid: {', '.join(valid)}"
         in err
     )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["rollouts=3", "progress=task", "world_model=simulator"],
+         "rollouts=3 is the 'env' twist's leaf value, but progress is 'task'; add 'env'"),
+        (["rollout_discount=1.5", "progress=env", "world_model=simulator"],
+         "rollout_discount must be a number in (0, 1]; got 1.5"),
+        (["num_particles=0"], "num_particles"),
+        (["plan_proposal=magic"], "unknown proposal 'magic'; known: lm, uniform"),
+    ],
+)
+def test_bad_slow_thinker_settings_exit_2_before_any_model_loads_or_file_is_written(
+    tmp_path, capsys, args, message
+):
+    out = tmp_path / "run"
+    argv = ["eval", "--env", "toy:tiger", "--agent", "nesyfs", "--seeds", "0", "--out", str(out)]
+    for kv in args:
+        argv += ["--agent-arg", kv]
+    rc = main(argv)
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and message in err, err
+    assert not out.exists()
