@@ -6,6 +6,8 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.setup-stamp
 SCALE_STAMP := $(VENV)/.scale-stamp
+LLAMA_SERVER := $(BIN)/llama-server
+LLAMA_BUILD := .build/llama-server
 # llama-cpp-python ships as an sdist: a CPU-only, portable (AVX2) build of llama.cpp, ~15-30 min
 # on 2 cores the first time; pip's wheel cache makes every later install a copy.
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
@@ -29,14 +31,31 @@ $(STAMP): pyproject.toml requirements/constraints.txt
 	$(BIN)/python -m pip install -q --no-deps -c requirements/constraints.txt -r requirements/no-deps.txt
 	touch $(STAMP)
 
-# The scale-out extra (docs/scale.md): Ray and llama-cpp-python's server.  Without it the Ray
-# and llama.cpp-server tests are skipped with a reason; CI installs it (.ci/run).
-setup-scale: $(SCALE_STAMP)
+# The scale-out extra (docs/scale.md): Ray, llama-cpp-python's server, and llama.cpp's own C++
+# llama-server.  Without it the Ray and llama.cpp-server tests are skipped with a reason; CI
+# installs it (.ci/run).
+setup-scale: $(SCALE_STAMP) $(LLAMA_SERVER)
 
 $(SCALE_STAMP): $(STAMP)
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=2 \
 		$(BIN)/python -m pip install -q -c requirements/constraints.txt -e ".[scale]"
 	touch $(SCALE_STAMP)
+
+# llama-server (engine "llama-server", docs/scale.md) from the llama.cpp that llama-cpp-python's
+# sdist vendors (the pinned version, from the package index; no other download): a static,
+# CPU-only, portable build of that one target, ~10-15 min on 2 cores, into .venv/bin.
+$(LLAMA_SERVER): requirements/constraints.txt | $(STAMP)
+	rm -rf $(LLAMA_BUILD) && mkdir -p $(LLAMA_BUILD)
+	$(BIN)/python -m pip download -q --no-deps --no-binary :all: -c requirements/constraints.txt \
+		-d $(LLAMA_BUILD) llama-cpp-python
+	tar xzf $(LLAMA_BUILD)/llama_cpp_python-*.tar.gz -C $(LLAMA_BUILD)
+	cmake -S $(LLAMA_BUILD)/llama_cpp_python-*/vendor/llama.cpp -B $(LLAMA_BUILD)/build -G Ninja \
+		-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF $(LLAMA_CMAKE_ARGS) \
+		-DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON \
+		-DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF >$(LLAMA_BUILD)/cmake.log
+	ninja -C $(LLAMA_BUILD)/build -j2 llama-server >$(LLAMA_BUILD)/ninja.log
+	install -m 755 $(LLAMA_BUILD)/build/bin/llama-server $(LLAMA_SERVER)
+	rm -rf $(LLAMA_BUILD)
 
 # The main job: NeSyFS on a real TextWorldExpress game (coin, dev seed 10000) with the embedded
 # SmolLM2-135M as its fast module (ReAct-style action proposal) checked by reflection.  When
@@ -84,4 +103,4 @@ bench-full: setup
 	$(BIN)/python bench/run_all.py --full
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache .build

@@ -1,11 +1,12 @@
-"""A ReAct step on TextWorldExpress coin: llama.cpp server vs in-process llama.cpp vs transformers.
+"""A ReAct step on TextWorldExpress coin: llama.cpp servers vs in-process llama.cpp vs transformers.
 
     PYTHONPATH=. taskset -c 1 .venv/bin/python bench/remote_step.py --steps 3
 
 (a timing: pinned to one core, not niced; the server inherits the pinning.) Plays the first
-``--steps`` steps of dev seed 10000 with ``make("react", seed=0)`` three times, each with the
-packaged SmolLM2 on one thread: through llama-cpp-python's server on 127.0.0.1
-(``load_model("openai:<url>#smollm2-135m")``, the Q4_1 GGUF), on llama.cpp in this process
+``--steps`` steps of dev seed 10000 with ``make("react", seed=0)`` four times, each with the
+packaged SmolLM2 on one thread: through llama.cpp's C++ ``llama-server`` and through
+llama-cpp-python's server on 127.0.0.1 (``load_model("openai:<url>#smollm2-135m")``, the Q4_1
+GGUF; ``--servers`` picks them), on llama.cpp in this process
 (``load_model("llamacpp:")``, the same GGUF) and on transformers (``load_model(threads=1)``, fp32
 weights dequantised from it). Reports the wall time per step (median), the model calls, how the
 server's rows were scored (``forced`` in one request / ``retried`` / ``echo``), the CPU seconds
@@ -42,7 +43,8 @@ def cpu_seconds() -> float:
     total = time.process_time()
     for child in psutil.Process().children(recursive=True):
         try:
-            if "llama_cpp.server" in " ".join(child.cmdline()):
+            line = " ".join(child.cmdline())
+            if "llama_cpp.server" in line or "llama-server" in line:
                 t = child.cpu_times()
                 total += t.user + t.system
         except psutil.Error:
@@ -108,17 +110,30 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--role-repeats", type=int, default=3)
+    parser.add_argument(
+        "--servers",
+        nargs="*",
+        default=["llama-server", "llama-cpp-python"],
+        choices=["llama-server", "llama-cpp-python"],
+        help="which servers to run (none: the in-process backends only)",
+    )
     args = parser.parse_args()
     from smcplan.llm import load_model
-    from smcplan.llm.llamacpp_server import serve_llamacpp
+    from smcplan.llm.llamacpp_server import serve_llama_server, serve_llamacpp
 
     result = {}
     load_before = os.getloadavg()
     role_cpu = {}
-    with serve_llamacpp("smollm2-135m", threads=1) as url:
-        remote = load_model(f"openai:{url}#smollm2-135m", timeout=600)
-        result["llama.cpp server"] = play(remote, args.steps)
-        role_cpu["llama.cpp server"] = roles(remote, args.role_repeats)
+    servers = {
+        "llama-server": ("llama.cpp llama-server (C++)", serve_llama_server),
+        "llama-cpp-python": ("llama-cpp-python server", serve_llamacpp),
+    }
+    for key in args.servers:
+        name, serve = servers[key]
+        with serve("smollm2-135m", threads=1) as url:
+            remote = load_model(f"openai:{url}#smollm2-135m", timeout=600)
+            result[name] = play(remote, args.steps)
+            role_cpu[name] = roles(remote, args.role_repeats)
     lcpp = load_model("llamacpp:", threads=1)
     result["llama.cpp in-process"] = play(lcpp, args.steps)
     role_cpu["llama.cpp in-process"] = roles(lcpp, args.role_repeats)

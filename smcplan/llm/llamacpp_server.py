@@ -1,4 +1,5 @@
-"""Start llama-cpp-python's OpenAI-compatible server on a loopback port (tests, benchmarks, demos).
+"""Start a llama.cpp server on a loopback port (tests, benchmarks, demos): llama-cpp-python's
+OpenAI-compatible server, or llama.cpp's own C++ ``llama-server``.
 
 ``with serve_llamacpp() as url:`` runs ``python -m llama_cpp.server`` on the packaged
 SmolLM2 GGUF (or any registry name / ``.gguf`` path), bound to ``127.0.0.1`` on a free port,
@@ -16,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -23,10 +25,17 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from smcplan.llm.registry import ModelNotAvailable, _gguf_for_entry, registry
 
-__all__ = ["serve_llamacpp", "gguf_path", "llamacpp_available"]
+__all__ = [
+    "serve_llamacpp",
+    "serve_llama_server",
+    "llama_server_binary",
+    "gguf_path",
+    "llamacpp_available",
+]
 
 
 def llamacpp_available() -> bool:
@@ -77,6 +86,14 @@ def serve_llamacpp(
         "--n_ctx", str(n_ctx), "--n_threads", str(threads), "--n_threads_batch", str(threads),
         "--logits_all", "true", "--verbose", "false",
     ]  # fmt: skip
+    yield from _serve(cmd, port, start_timeout_s, log, "llama.cpp server")
+
+
+def _serve(
+    cmd: list[str], port: int, start_timeout_s: float, log: Any, what: str
+) -> Iterator[str]:
+    """Run ``cmd`` (a server on 127.0.0.1:``port``), wait until ``GET /v1/models`` answers,
+    yield the ``/v1`` base URL, and stop it (SIGTERM, then SIGKILL) however the block ends."""
     out = open(log, "ab") if log is not None else subprocess.DEVNULL  # noqa: SIM115
     proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/v1"
@@ -84,16 +101,14 @@ def serve_llamacpp(
         deadline = time.monotonic() + start_timeout_s
         while True:
             if proc.poll() is not None:
-                raise RuntimeError(
-                    f"llama.cpp server exited with {proc.returncode}: {' '.join(cmd)}"
-                )
+                raise RuntimeError(f"{what} exited with {proc.returncode}: {' '.join(cmd)}")
             try:
                 with urllib.request.urlopen(url + "/models", timeout=2):
                     break
             except OSError:
                 if time.monotonic() > deadline:
                     raise TimeoutError(
-                        f"llama.cpp server did not answer within {start_timeout_s:g} s"
+                        f"{what} did not answer within {start_timeout_s:g} s"
                     ) from None
                 time.sleep(0.25)
         yield url
@@ -106,3 +121,53 @@ def serve_llamacpp(
             proc.wait()
         if log is not None:
             out.close()  # type: ignore[union-attr]
+
+
+#: environment variable naming the llama-server executable (else .venv/bin, then PATH)
+LLAMA_SERVER_ENV = "SMCPLAN_LLAMA_SERVER"
+
+
+def llama_server_binary() -> Path | None:
+    """The ``llama-server`` executable: ``$SMCPLAN_LLAMA_SERVER``, else the one beside this
+    Python (``make setup-scale`` builds it into ``.venv/bin``), else ``llama-server`` on PATH;
+    ``None`` when there is none."""
+    env = os.environ.get(LLAMA_SERVER_ENV)
+    if env:
+        return Path(env) if Path(env).is_file() and os.access(env, os.X_OK) else None
+    beside = Path(sys.executable).parent / "llama-server"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return beside
+    found = shutil.which("llama-server")
+    return Path(found) if found else None
+
+
+@contextlib.contextmanager
+def serve_llama_server(
+    model: str = "smollm2-135m",
+    *,
+    threads: int = 1,
+    n_ctx: int = 4096,
+    start_timeout_s: float = 120.0,
+    log: str | os.PathLike[str] | None = None,
+    binary: str | os.PathLike[str] | None = None,
+) -> Iterator[str]:
+    """Serve ``model`` with llama.cpp's C++ ``llama-server`` on 127.0.0.1 (one slot, the web UI
+    off); yield the ``/v1`` base URL. ``load_model(f"openai:{url}#smollm2-135m")`` detects it as
+    engine ``"llama-server"`` (:mod:`smcplan.llm.remote_llamaserver`)."""
+    exe = Path(binary) if binary is not None else llama_server_binary()
+    if exe is None or not exe.is_file():
+        raise ModelNotAvailable(
+            f"no llama-server executable (looked at ${LLAMA_SERVER_ENV}, {sys.executable}'s "
+            "folder and PATH); fix: make setup-scale (builds it from llama-cpp-python's "
+            "vendored llama.cpp), or point $SMCPLAN_LLAMA_SERVER at one"
+        )
+    path = gguf_path(model)
+    alias = model if not model.endswith(".gguf") else Path(model).stem
+    port = _free_port()
+    cmd = [
+        str(exe), "--model", str(path), "--alias", alias,
+        "--host", "127.0.0.1", "--port", str(port),
+        "--ctx-size", str(n_ctx), "--threads", str(threads), "--threads-batch", str(threads),
+        "--parallel", "1", "--no-webui", "--log-disable",
+    ]  # fmt: skip
+    yield from _serve(cmd, port, start_timeout_s, log, "llama-server")

@@ -17,7 +17,8 @@ Differences from the in-process model, by construction:
   or ``temperature=0`` (the local backend's convention: log-prob under the unmasked softmax,
   = ``logp``). Otherwise no engine returns the density of its masked, tempered proposal and
   ``logq`` is NaN, so a twisted SMC weight (p/q) fails loudly instead of silently using 1.
-  With llama.cpp ``logp`` is NaN too: its server sorts the whole vocabulary in Python for each
+  With llama-cpp-python's server ``logp`` is NaN too (llama.cpp's own ``llama-server`` reports
+  it exactly, in C++): the Python server sorts the whole vocabulary in Python for each
   reported token, which would cost more than the sampling itself.
 * ``truncation=None | "left"`` and the context-window check work as in-process
   (:mod:`smcplan.llm.inputs`) with the window of the client's model config; a left-truncated
@@ -115,7 +116,8 @@ def _window(path: str) -> int | None:
 class RemoteLanguageModel:
     """``generate`` / ``sample`` / ``logprob`` served by a remote engine (module docstring).
 
-    ``engine``: ``"vllm"``, ``"sglang"``, ``"llamacpp"`` or ``"openai"`` (sampling only);
+    ``engine``: ``"vllm"``, ``"sglang"``, ``"llamacpp"`` (llama-cpp-python's server),
+    ``"llama-server"`` (llama.cpp's C++ server) or ``"openai"`` (sampling only);
     ``None`` detects it from ``GET /models``. ``tokenizer``: where the client tokenizer comes
     from (default: ``model``, resolved like :func:`smcplan.llm.load_model`). ``timeout``,
     ``retries``: per request (:class:`~smcplan.llm.remote_http.HttpClient`). ``window``: the
@@ -223,6 +225,10 @@ class RemoteLanguageModel:
                 )
                 for r in res
             ]
+        if self.engine == "llama-server":
+            from smcplan.llm.remote_llamaserver import sample_llama_server
+
+            return sample_llama_server(self.http, prompt_ids, fields, n, seed)
         body["prompt"] = prompt_ids if self.engine == "vllm" else text
         if self.engine == "llamacpp":
             # llama-cpp-python ignores n and defaults to top_k=40, min_p=0.05, repeat_penalty=1.1;
@@ -381,6 +387,7 @@ class RemoteLanguageModel:
             self.tokenizer.convert_ids_to_tokens(self.eos_token_id),
             self._decode,
             self.scoring_paths,
+            eos_id=self.eos_token_id,
         )
         return np.asarray(scores, dtype=np.float64)
 

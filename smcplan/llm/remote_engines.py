@@ -19,6 +19,11 @@ Scoring ``log p(c | x) = Σ_j log p(c_j | x, c_<j)`` needs the engine to return 
   end-of-turn read from the next step's top log-probs: :mod:`smcplan.llm.remote_llamacpp`.
   Output types: a GBNF ``grammar`` translated from the same regex outlines uses
   (:mod:`smcplan.llm.gbnf`).
+* **llama-server** (llama.cpp's own C++ server, native ``/completion``): prompts as token ids,
+  each continuation forced by a GBNF grammar of its token ids (``<[id]>``), the raw log-prob of
+  every forced token reported in C++ (``n_probs``, ``post_sampling_probs: false``):
+  :mod:`smcplan.llm.remote_llamaserver`. Output types: the same GBNF ``grammar``. Detected by
+  ``owned_by: "llamacpp"`` in ``GET /models``.
 * any other OpenAI-compatible server: sampling only; scoring raises
   :class:`EngineLacksFeature`.
 
@@ -36,18 +41,20 @@ from smcplan.llm.remote_http import EngineLacksFeature, HttpClient, RemoteLMErro
 
 __all__ = ["ENGINES", "detect_engine", "score_rows", "structured_fields", "SCORING"]
 
-ENGINES = ("vllm", "sglang", "llamacpp", "openai")
+ENGINES = ("vllm", "sglang", "llamacpp", "llama-server", "openai")
 SCORING = {
     "vllm": "echo + logprobs on token ids (/v1/completions)",
     "sglang": "return_logprob + logprob_start_len (/generate)",
     "llamacpp": "forced completion + streamed logprobs with logits_all (/v1/completions)",
+    "llama-server": "token-id prompt + token-id grammar + n_probs raw log-probs (/completion)",
 }
 _BATCH_ROWS = 32
 
 
 def detect_engine(http: HttpClient) -> tuple[str, list[str]]:
-    """``(engine, served model ids)`` from ``GET /models`` (``owned_by``) and a probe for
-    llama-cpp-python's ``/extras/tokenize``."""
+    """``(engine, served model ids)`` from ``GET /models`` (``owned_by``: vLLM, SGLang, and
+    ``"llamacpp"`` for llama.cpp's C++ ``llama-server``) and a probe for llama-cpp-python's
+    ``/extras/tokenize``."""
     listing = http.get("/models")
     data = listing.get("data", []) if isinstance(listing, dict) else []
     ids = [str(m.get("id")) for m in data]
@@ -56,6 +63,8 @@ def detect_engine(http: HttpClient) -> tuple[str, list[str]]:
         return "vllm", ids
     if "sglang" in owners:
         return "sglang", ids
+    if "llamacpp" in owners:
+        return "llama-server", ids
     try:
         http.request("POST", "/extras/tokenize", {"input": "a"}, root=True, retries=0)
         return "llamacpp", ids
@@ -124,16 +133,25 @@ def score_rows(
     eos_text: str,
     decode,
     stats: dict[str, int] | None = None,
+    eos_id: int | None = None,
 ) -> list[float]:
     """``log p(cont | prompt)`` per row through ``engine`` (module docstring); ``texts`` holds
     per row (prompt text, continuation text, whether ``cont_ids`` ends with the end-of-turn
-    token, whose text is ``eos_text``); ``stats`` counts llama.cpp rows by scoring path."""
+    token, whose text is ``eos_text`` and id ``eos_id``); ``stats`` counts llama.cpp rows by
+    scoring path."""
     full = [p + c for p, c in zip(prompt_ids, cont_ids, strict=True)]
     plen = [len(p) for p in prompt_ids]
     if engine == "vllm":
         return _score_vllm(http, model, full, plen)
     if engine == "sglang":
         return _score_sglang(http, full, plen)
+    if engine == "llama-server":
+        from smcplan.llm.remote_llamaserver import score_llama_server
+
+        add_eos = bool(texts and texts[0][2])
+        if add_eos and eos_id is None:
+            raise ValueError("llama-server scoring with add_eos needs eos_id")
+        return score_llama_server(http, prompt_ids, cont_ids, add_eos, int(eos_id or 0), stats)
     if engine == "llamacpp":
         from smcplan.llm.remote_llamacpp import LlamaCppRow, score_llamacpp
 
@@ -143,9 +161,9 @@ def score_rows(
         ]
         return score_llamacpp(http, model, rows, bos, decode, stats)
     raise EngineLacksFeature(
-        f"the engine at {http.base_url} ({engine!r}: not recognised as vLLM, SGLang or "
-        "llama-cpp-python) cannot score a fixed continuation: that needs prompt log-probs "
-        "(vLLM echo+logprobs or prompt_logprobs, SGLang return_logprob with "
+        f"the engine at {http.base_url} ({engine!r}: not recognised as vLLM, SGLang, "
+        "llama.cpp's llama-server or llama-cpp-python) cannot score a fixed continuation: that "
+        "needs prompt log-probs (vLLM echo+logprobs or prompt_logprobs, SGLang return_logprob with "
         "logprob_start_len, llama-cpp-python echo with logits_all); pass engine=... if it is one"
     )
 
@@ -168,7 +186,7 @@ def structured_fields(engine: str, spec: Any, regex: str | None) -> dict[str, An
             items = json.loads(key[len("choice:") :])
             return {"regex": "(" + "|".join(re.escape(c) for c in items) + ")"}
         return {"regex": regex}
-    if engine == "llamacpp":
+    if engine in ("llamacpp", "llama-server"):
         from smcplan.llm.gbnf import regex_to_gbnf
 
         return {"grammar": regex_to_gbnf(regex or "")}

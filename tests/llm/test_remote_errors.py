@@ -60,3 +60,25 @@ def test_local_only_options_are_refused_for_remote_models():
         load_model("openai:http://127.0.0.1:1/v1#m", quantization="nf4")
     with pytest.raises(TypeError, match="remote models"):
         load_model("smollm2-135m", engine="vllm")
+
+
+def test_a_missing_llama_server_executable_names_the_fix(tmp_path, monkeypatch):
+    from smcplan.llm.llamacpp_server import (
+        LLAMA_SERVER_ENV,
+        llama_server_binary,
+        serve_llama_server,
+    )
+    from smcplan.llm.registry import ModelNotAvailable
+
+    with pytest.raises(ModelNotAvailable, match="make setup-scale"):
+        with serve_llama_server(binary=tmp_path / "no-such-llama-server"):
+            pass
+    monkeypatch.setenv(LLAMA_SERVER_ENV, str(tmp_path / "no-such-llama-server"))
+    assert llama_server_binary() is None  # a named but absent executable is not looked past
+
+
+def test_token_grammar_spells_token_ids():
+    from smcplan.llm.remote_llamaserver import token_grammar
+
+    assert token_grammar([12, 7]) == "root ::= <[12]> <[7]>"
+    assert token_grammar([]) == 'root ::= ""'
