@@ -118,7 +118,7 @@ class NeSyFSAgent(LLMAgent):
         then proposes something else, SmolLM2-135M mostly re-proposes the same action (measured:
         docs/agents.md), so this is on by default; ``False`` gives the paper's plain feedback.
     num_particles, horizon, lam, weighting, resampling, ess_threshold, choice, observation_tokens,
-    rollouts, rollout_steps, rollout_discount
+    rollouts, rollout_steps, rollout_discount, rollout_policy
         The slow thinker's settings (fields of :class:`~smcplan.planning.PlannerConfig`; ``None``
         keeps its default).
     reflector
@@ -163,6 +163,7 @@ class NeSyFSAgent(LLMAgent):
         rollouts: int | None = None,
         rollout_steps: int | None = None,
         rollout_discount: float | None = None,
+        rollout_policy: str | None = None,
         reflector: Any = None,
         planner: Any = None,
         temperature: float = 1.0,
@@ -206,6 +207,7 @@ class NeSyFSAgent(LLMAgent):
             rollouts=rollouts,
             rollout_steps=rollout_steps,
             rollout_discount=rollout_discount,
+            rollout_policy=rollout_policy,
             world_model=world_model,
             progress=progress,
             proposal=plan_proposal,

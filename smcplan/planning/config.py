@@ -17,6 +17,10 @@ from typing import Any, NamedTuple
 
 from smcplan.planning.components import PlanningError
 
+#: rollout policies of the ``env`` twist's Monte Carlo leaf value
+#: (:class:`smcplan.planning.progress.EnvProgress`)
+ROLLOUT_POLICIES = ("uniform", "untried")
+
 __all__ = [
     "PlannerConfig",
     "Retrieval",
@@ -77,8 +81,9 @@ class PlannerConfig(NamedTuple):
     ``progress`` (:data:`PROGRESS` or a ``+``-sum, ``"lm"``); ``proposal`` (:data:`PROPOSALS`,
     ``"lm"``); ``observation_tokens`` bounds each predicted observation of the LM world model;
     ``rollouts`` M (0: off), ``rollout_steps`` R (25) and ``rollout_discount`` :math:`\gamma`
-    (0.95): the ``env`` twist's Monte Carlo leaf value at step H, M uniform rollouts of at most R
-    steps on clones of each particle's environment (simulator world model only;
+    (0.95): the ``env`` twist's Monte Carlo leaf value at step H, M rollouts of at most R steps
+    on clones of each particle's environment, ``rollout_policy`` ``"uniform"`` or ``"untried"``
+    (simulator world model only;
     :class:`smcplan.planning.progress.EnvProgress`).
     """
 
@@ -97,6 +102,7 @@ class PlannerConfig(NamedTuple):
     rollouts: int = 0
     rollout_steps: int = 25
     rollout_discount: float = 0.95
+    rollout_policy: str = "uniform"
 
     def validated(self) -> PlannerConfig:
         """``self`` after checking every field (errors name the value and the valid ones)."""
@@ -139,6 +145,11 @@ class PlannerConfig(NamedTuple):
         g = self.rollout_discount
         if isinstance(g, bool) or not isinstance(g, (int, float)) or not 0.0 < float(g) <= 1.0:
             raise PlanningError(f"rollout_discount must be a number in (0, 1]; got {g!r}")
+        if self.rollout_policy not in ROLLOUT_POLICIES:
+            raise PlanningError(
+                f"rollout_policy must be one of {', '.join(ROLLOUT_POLICIES)}; "
+                f"got {self.rollout_policy!r}"
+            )
         if self.rollouts > 0:
             if "env" not in parse_progress(self.progress):
                 raise PlanningError(

@@ -20,7 +20,12 @@ weight :math:`\psi_t/\psi_{t-1} = e^{\delta_t}`, the same pull as NeSyFS with :m
      \qquad \delta_H \leftarrow \delta_H + \hat V(x_H),
 
   an unbiased estimate of the uniform policy's discounted return from the imagined state
-  (:math:`\gamma` = ``rollout_discount``; a rollout stops at the episode's end).  Where no score
+  (:math:`\gamma` = ``rollout_discount``; a rollout stops at the episode's end).  With
+  ``rollout_policy="untried"`` a rollout draws uniformly among the actions it has not yet
+  taken in the same state (observation and admissible set), and uniformly among all once every
+  one was tried: a random walk that does not redo a no-op ("close door", "look around") or
+  undo its last move in place, so it reaches farther in R steps; :math:`\hat V` then
+  estimates that policy's return.  Where no score
   event lies within H steps (a sparse game), the plain ``env`` twist gives every particle
   :math:`\delta = 0`; the leaf value still tells particles apart whose random continuations
   reach a score event more often or sooner.  Particles that ended within H get no leaf value;
@@ -75,7 +80,12 @@ import numpy as np
 
 from smcplan.memory import extract_triplets
 from smcplan.planning.components import PlanningError, Score
-from smcplan.planning.config import DEFAULT_RETRIEVAL, Retrieval, parse_progress
+from smcplan.planning.config import (
+    DEFAULT_RETRIEVAL,
+    ROLLOUT_POLICIES,
+    Retrieval,
+    parse_progress,
+)
 from smcplan.planning.outcome import DONE_ACTION
 from smcplan.planning.places import PlaceMap, TaskProgress, read_step
 
@@ -189,8 +199,19 @@ class EnvProgress(_Cumulative):
 
     __name__ = "env"
 
-    def __init__(self, rollouts: int = 0, rollout_steps: int = 25, discount: float = 0.95) -> None:
+    def __init__(
+        self,
+        rollouts: int = 0,
+        rollout_steps: int = 25,
+        discount: float = 0.95,
+        policy: str = "uniform",
+    ) -> None:
+        if policy not in ROLLOUT_POLICIES:
+            raise PlanningError(
+                f"rollout_policy must be one of {', '.join(ROLLOUT_POLICIES)}; got {policy!r}"
+            )
         self.horizon = 1
+        self.policy = policy
         self.rollouts = int(rollouts)
         self.rollout_steps = int(rollout_steps)
         self.discount = float(discount)
@@ -234,13 +255,22 @@ class EnvProgress(_Cumulative):
     def _rollout(self, env: Any, particle: Any, rng: np.random.Generator) -> float:
         ret, weight, score = 0.0, 1.0, float(particle.score)
         actions = list(particle.admissible or ())
+        obs = particle.observation
+        tried: dict[tuple[str, tuple[str, ...]], set[str]] = {}
         try:
             for _ in range(self.rollout_steps):
                 if not actions:
                     actions = list(env.admissible_actions())
                 if not actions:
                     break
-                _obs, _reward, done, info = env.step(actions[int(rng.integers(len(actions)))])
+                pool = actions
+                if self.policy == "untried":
+                    here = tried.setdefault((obs, tuple(actions)), set())
+                    pool = [a for a in actions if a not in here] or actions
+                action = pool[int(rng.integers(len(pool)))]
+                if self.policy == "untried":
+                    here.add(action)
+                obs, _reward, done, info = env.step(action)
                 self.rollout_env_steps += 1
                 new = float(info.get("score", score) or 0.0)
                 won = bool(info.get("won", False))
@@ -431,14 +461,18 @@ def make_progress(
     rollouts: int = 0,
     rollout_steps: int = 25,
     rollout_discount: float = 0.95,
+    rollout_policy: str = "uniform",
 ) -> SumTwist:
     """The twist named by ``spec`` (``"env+novelty"``), always as a :class:`SumTwist` (one part
     or more); an unknown name lists the valid ones.  ``rollouts``, ``rollout_steps`` and
-    ``rollout_discount``: the ``env`` part's Monte Carlo leaf value (:class:`EnvProgress`)."""
+    ``rollout_discount``, ``rollout_policy``: the ``env`` part's Monte Carlo leaf value
+    (:class:`EnvProgress`)."""
     parts = []
     for name in parse_progress(spec):
         if name == "env":
-            parts.append((name, EnvProgress(rollouts, rollout_steps, rollout_discount)))
+            parts.append(
+                (name, EnvProgress(rollouts, rollout_steps, rollout_discount, rollout_policy))
+            )
         elif name == "novelty":
             parts.append((name, NoveltyProgress(seen, env_kind)))
         elif name == "rlvmr":

@@ -289,7 +289,8 @@ def plan_text(
       (:mod:`smcplan.planning.progress`); ``twist`` (any Twist) replaces it.  ``rollouts=M``
       adds to ``env`` a Monte Carlo leaf value at step H (M uniform rollouts of at most
       ``rollout_steps`` on clones of each particle's environment, discounted by
-      ``rollout_discount``; simulator only).  ``seen``: what
+      ``rollout_discount``; ``rollout_policy="untried"``: no action twice in the same state while
+      others are untried; simulator only).  ``seen``: what
       the episode has already seen (places, entities, actions), for novelty and rlvmr.
     * ``proposal``: ``"lm"`` (``proposer``, default :class:`~smcplan.llm.ActionProposal` at
       temperature 1) or ``"uniform"`` (LLM-free); each particle proposes over its own admissible
@@ -360,7 +361,8 @@ def plan_text(
     key = as_key(key)
     if twist is None:
         twist = make_progress(cfg.progress, task=task, seen=seen, progress_model=progress_model, retrieval=retrieval, env_kind=env_kind,
-                              rollouts=cfg.rollouts, rollout_steps=cfg.rollout_steps, rollout_discount=cfg.rollout_discount)
+                              rollouts=cfg.rollouts, rollout_steps=cfg.rollout_steps, rollout_discount=cfg.rollout_discount,
+                              rollout_policy=cfg.rollout_policy)
     world = (
         SimulatorWorldModel(simulator, update_graphs=graphs, shortlist=shortlist)
         if simulated
@@ -379,7 +381,8 @@ def plan_text(
         result.config["clones"] = world.clones
     if cfg.rollouts:
         result.config.update({"rollouts": cfg.rollouts, "rollout_steps": cfg.rollout_steps,
-                              "rollout_discount": cfg.rollout_discount})
+                              "rollout_discount": cfg.rollout_discount,
+                              "rollout_policy": cfg.rollout_policy})
         env_part = dict(getattr(twist, "parts", ())).get("env")
         if env_part is not None:
             result.config["rollout_env_steps"] = env_part.rollout_env_steps

@@ -59,6 +59,38 @@ def exact_moments(env, actions, score, steps, gamma):
     return m1 / len(actions), m2 / len(actions)
 
 
+def exact_moments_untried(env, obs, actions, score, steps, gamma, tried=None):
+    r"""(E[G], E[G^2]) of the same return under ``rollout_policy="untried"``: uniform over the
+    actions not yet taken in this (observation, admissible set) state along the rollout, all of
+    them once every one was tried; ``tried`` maps states to the actions taken there so far."""
+    tried = {} if tried is None else tried
+    if steps == 0 or not actions:
+        return 0.0, 0.0
+    here = tried.get((obs, tuple(actions)), frozenset())
+    pool = [a for a in actions if a not in here] or actions
+    m1 = m2 = 0.0
+    for a in pool:
+        twin = env.clone()
+        try:
+            new_obs, _r, done, info = twin.step(a)
+            new = float(info.get("score", score) or 0.0)
+            won = bool(info.get("won", False))
+            lost = bool(done and not won and not info.get("truncated", False))
+            r = new - score + float(won) - float(lost)
+            if done:
+                g1, g2 = 0.0, 0.0
+            else:
+                nxt = list(info.get("admissible_actions") or twin.admissible_actions())
+                after = dict(tried)
+                after[(obs, tuple(actions))] = here | {a}
+                g1, g2 = exact_moments_untried(twin, new_obs, nxt, new, steps - 1, gamma, after)
+        finally:
+            twin.close()
+        m1 += r + gamma * g1
+        m2 += r * r + 2 * gamma * r * g1 + gamma * gamma * g2
+    return m1 / len(pool), m2 / len(pool)
+
+
 def test_the_leaf_value_is_the_uniform_policys_discounted_return_within_its_standard_error(drawer):
     # the particle's own admissible set ("open drawer 1" only) gives the rollouts' first action;
     # every later action is uniform over the clone's set, so every score event is discounted
@@ -79,6 +111,83 @@ def test_the_leaf_value_is_the_uniform_policys_discounted_return_within_its_stan
     assert 0 < twist.rollout_env_steps <= 2 * m * steps
     assert env.actions == [] and particle.env.actions == []  # rollouts step their own clones
     particle.env.close()
+
+
+def test_the_untried_leaf_value_is_that_policys_return_within_its_standard_error():
+    # drawer 2 holds the key, the agent starts at drawer 1 offered every action but the takes;
+    # the estimate matches the untried walk's exact return, enumerated with its per-state memory
+    env = make("toy:household", receptacles=("drawer 1", "drawer 2"), key_prior=(0.0, 1.0),
+               start="drawer 1")
+    obs, info = env.reset(0)
+    first = [a for a in info["admissible_actions"] if not a.startswith("take")]
+    steps, gamma, m = 3, 0.9, 1500
+    try:
+        mean, second = exact_moments_untried(env, obs, first, 0.0, steps, gamma)
+        sd = math.sqrt(max(second - mean * mean, 0.0))
+        assert sd > 0.0
+        particle = TextParticle(kg=None, root_observation=obs, admissible=tuple(first),
+                                env=env.clone())
+        twist = EnvProgress(rollouts=m, rollout_steps=steps, discount=gamma, policy="untried")
+        estimate = twist.leaf_value(jax.random.key(11), particle)
+        # the mean of m i.i.d. returns: |error| <= 4 standard errors fails with probability < 1e-4
+        assert abs(estimate - mean) <= 4 * sd / math.sqrt(m), (estimate, mean, sd)
+        assert env.actions == [] and particle.env.actions == []
+        particle.env.close()
+    finally:
+        env.close()
+
+
+class _Logged:
+    """A toy env whose clones log every step as (observation, admissible set, action)."""
+
+    def __init__(self, env, logs, obs):
+        self.env, self.logs, self.obs = env, logs, obs
+        self.log: list = []
+        logs.append(self.log)
+
+    def clone(self):
+        return _Logged(self.env.clone(), self.logs, self.obs)
+
+    def admissible_actions(self):
+        return self.env.admissible_actions()
+
+    def step(self, action):
+        self.log.append((self.obs, tuple(self.env.admissible_actions()), action))
+        out = self.env.step(action)
+        self.obs = out[0]
+        return out
+
+    def close(self):
+        self.env.close()
+
+
+@pytest.mark.parametrize("policy", ["uniform", "untried"])
+def test_an_untried_rollout_takes_no_action_twice_in_a_state_while_others_are_untried(policy):
+    env = make("toy:household", receptacles=("drawer 1", "drawer 2", "shelf 1"),
+               key_prior=(0.0, 0.0, 1.0), start="drawer 1")
+    obs, info = env.reset(0)
+    first = [a for a in info["admissible_actions"] if not a.startswith("take")]
+    logs: list = []
+    root = _Logged(env.clone(), logs, obs)
+    particle = TextParticle(kg=None, root_observation=obs, admissible=tuple(first), env=root)
+    try:
+        EnvProgress(rollouts=40, rollout_steps=8, policy=policy).leaf_value(
+            jax.random.key(2), particle
+        )
+        repeats = 0
+        for log in logs:
+            taken: dict = {}
+            for k, (o, acts, a) in enumerate(log):
+                acts = tuple(first) if k == 0 else acts  # the particle's own set comes first
+                here = taken.setdefault((o, acts), set())
+                repeats += a in here and len(here) < len(set(acts))
+                here.add(a)
+        assert sum(map(len, logs)) > 40
+        # uniform redoes actions in place (the check can fail); untried never does
+        assert (repeats > 0) if policy == "uniform" else (repeats == 0), repeats
+    finally:
+        root.close()
+        env.close()
 
 
 def test_rollouts_break_the_ties_of_a_sparse_score_and_leave_the_real_env_alone():
@@ -112,6 +221,8 @@ def test_rollouts_break_the_ties_of_a_sparse_score_and_leave_the_real_env_alone(
         ({"rollout_steps": 0}, r"rollout_steps must be an integer >= 1; got 0"),
         ({"rollout_discount": 0.0}, r"rollout_discount must be a number in \(0, 1\]; got 0.0"),
         ({"rollout_discount": float("nan")}, r"rollout_discount must be a number in \(0, 1\]"),
+        ({"rollout_policy": "greedy"},
+         r"rollout_policy must be one of uniform, untried; got 'greedy'"),
         ({"rollouts": 2, "progress": "task", "world_model": "simulator"},
          r"rollouts=2 is the 'env' twist's leaf value, but progress is 'task'; add 'env'"),
         ({"rollouts": 2, "progress": "env", "world_model": "lm"},
