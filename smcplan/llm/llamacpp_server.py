@@ -62,6 +62,12 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _target(model: str) -> tuple[Path, str, int]:
+    """(GGUF path, the name it is served under, a free loopback port) for ``model``."""
+    alias = model if not model.endswith(".gguf") else Path(model).stem
+    return gguf_path(model), alias, _free_port()
+
+
 @contextlib.contextmanager
 def serve_llamacpp(
     model: str = "smollm2-135m",
@@ -76,9 +82,7 @@ def serve_llamacpp(
         raise ModelNotAvailable(
             "llama-cpp-python's server is not installed; fix: pip install 'smcplan[scale]'"
         )
-    path = gguf_path(model)
-    alias = model if not model.endswith(".gguf") else Path(model).stem
-    port = _free_port()
+    path, alias, port = _target(model)
     cmd = [
         sys.executable, "-m", "llama_cpp.server",
         "--model", str(path), "--model_alias", alias,
@@ -161,9 +165,7 @@ def serve_llama_server(
             "folder and PATH); fix: make setup-scale (builds it from llama-cpp-python's "
             "vendored llama.cpp), or point $SMCPLAN_LLAMA_SERVER at one"
         )
-    path = gguf_path(model)
-    alias = model if not model.endswith(".gguf") else Path(model).stem
-    port = _free_port()
+    path, alias, port = _target(model)
     cmd = [
         str(exe), "--model", str(path), "--alias", alias,
         "--host", "127.0.0.1", "--port", str(port),

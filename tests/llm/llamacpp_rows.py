@@ -56,6 +56,37 @@ def check_ranking(r: np.ndarray, l_: np.ndarray) -> None:
                     assert rr[i] > rr[j], (acts[i], acts[j], ll[i], ll[j], rr[i], rr[j])
 
 
+def check_constrained_outputs(lm, exact_logp: bool) -> None:
+    """Constrained outputs of ``lm`` parse: a choice, a pydantic model, a JSON schema, for three
+    seeds; ``exact_logp``: whether the backend reports ``Sample.logp`` (else NaN). A constrained
+    draw's proposal is not the model, so ``logq`` is NaN either way."""
+    import json
+
+    from pydantic import BaseModel, Field
+
+    class Triplet(BaseModel):
+        subject: str = Field(max_length=16)
+        relation: str = Field(max_length=12)
+        object: str = Field(max_length=16)
+        done: bool
+
+    prompt = ["The coin is on the table in the kitchen. Describe it as a triplet in JSON."]
+    choices = ["take coin", "go north", 'say "hi"']
+    for seed in range(3):
+        (choice,) = lm.generate(prompt, choices, temperature=1.0, seed=seed)
+        assert choice in choices
+        (obj,) = lm.generate(prompt, Triplet, temperature=1.0, seed=seed)
+        assert isinstance(obj, Triplet) and len(obj.subject) <= 16
+        (sample,) = lm.sample(
+            prompt,
+            {"type": "object", "properties": {"yes": {"type": "boolean"}}, "required": ["yes"]},
+            temperature=1.0,
+            seed=seed,
+        )[0]
+        assert isinstance(json.loads(sample.text)["yes"], bool) and sample.finished
+        assert bool(np.isfinite(sample.logp)) == exact_logp and np.isnan(sample.logq)
+
+
 def play_react(lm, steps: int = 3) -> None:
     """ReAct (``make("react", seed=0)``) for ``steps`` steps on twx:coin dev seed 10000 with
     ``lm``: every action admissible, with a thought, and the model called each step."""

@@ -8,14 +8,20 @@ the executable (``make setup-scale``); skipped with the fix in the reason when i
 
 from __future__ import annotations
 
-import json
 import time
 
 import numpy as np
 import pytest
 
 from smcplan.llm.llamacpp_server import llama_server_binary
-from tests.llm.llamacpp_rows import ACTIONS, OBSERVATIONS, check_ranking, play_react, rows
+from tests.llm.llamacpp_rows import (
+    ACTIONS,
+    OBSERVATIONS,
+    check_constrained_outputs,
+    check_ranking,
+    play_react,
+    rows,
+)
 
 pytestmark = [
     pytest.mark.slow,
@@ -50,23 +56,16 @@ def remote(server):
     return load_model(f"openai:{server}#smollm2-135m", timeout=300)
 
 
-@pytest.fixture(scope="module")
-def local():
-    from smcplan.llm import load_model
-
-    return load_model(threads=1)
-
-
 def test_the_server_is_detected_as_llama_server(remote):
     assert remote.engine == "llama-server"
     assert remote.served_model == "smollm2-135m"
 
 
-def test_remote_logprob_ranks_admissible_actions_like_the_local_model(remote, local):
+def test_remote_logprob_ranks_admissible_actions_like_the_local_model(remote, smol):
     prompts, conts = rows()
     conts = [" " + c for c in conts]
     r = remote.logprob(prompts, conts, add_eos=True, assistant_prefix="Action:")
-    l_ = local.logprob(prompts, conts, add_eos=True, assistant_prefix="Action:")
+    l_ = smol.logprob(prompts, conts, add_eos=True, assistant_prefix="Action:")
     check_ranking(r, l_)
 
 
@@ -102,29 +101,7 @@ def test_the_same_seed_gives_the_same_sample(remote):
 
 
 def test_remote_constrained_outputs_parse(remote):
-    from pydantic import BaseModel, Field
-
-    class Triplet(BaseModel):
-        subject: str = Field(max_length=16)
-        relation: str = Field(max_length=12)
-        object: str = Field(max_length=16)
-        done: bool
-
-    prompt = ["The coin is on the table in the kitchen. Describe it as a triplet in JSON."]
-    choices = ["take coin", "go north", 'say "hi"']
-    for seed in range(3):
-        (choice,) = remote.generate(prompt, choices, temperature=1.0, seed=seed)
-        assert choice in choices
-        (obj,) = remote.generate(prompt, Triplet, temperature=1.0, seed=seed)
-        assert isinstance(obj, Triplet) and len(obj.subject) <= 16
-        (sample,) = remote.sample(
-            prompt,
-            {"type": "object", "properties": {"yes": {"type": "boolean"}}, "required": ["yes"]},
-            temperature=1.0,
-            seed=seed,
-        )[0]
-        assert isinstance(json.loads(sample.text)["yes"], bool) and sample.finished
-        assert np.isfinite(sample.logp) and np.isnan(sample.logq)  # constrained: q != p
+    check_constrained_outputs(remote, exact_logp=True)  # exact, read in C++
 
 
 def test_remote_roles_keep_their_guarantees(remote):

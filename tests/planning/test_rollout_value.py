@@ -33,40 +33,16 @@ def drawer():
     env.close()
 
 
-def exact_moments(env, actions, score, steps, gamma):
+def exact_moments(env, obs, actions, score, steps, gamma, untried=False, tried=None):
     r"""(E[G], E[G^2]) of :math:`G = \sum_{r\le R}\gamma^{r-1}(\Delta s_r + [won_r] - [lost_r])`
-    under the uniform policy, by enumerating every action from clones of ``env``."""
-    if steps == 0 or not actions:
-        return 0.0, 0.0
-    m1 = m2 = 0.0
-    for a in actions:
-        twin = env.clone()
-        try:
-            _o, _r, done, info = twin.step(a)
-            new = float(info.get("score", score) or 0.0)
-            won = bool(info.get("won", False))
-            lost = bool(done and not won and not info.get("truncated", False))
-            r = new - score + float(won) - float(lost)
-            if done:
-                g1, g2 = 0.0, 0.0
-            else:
-                nxt = list(info.get("admissible_actions") or twin.admissible_actions())
-                g1, g2 = exact_moments(twin, nxt, new, steps - 1, gamma)
-        finally:
-            twin.close()
-        m1 += r + gamma * g1
-        m2 += r * r + 2 * gamma * r * g1 + gamma * gamma * g2
-    return m1 / len(actions), m2 / len(actions)
-
-
-def exact_moments_untried(env, obs, actions, score, steps, gamma, tried=None):
-    r"""(E[G], E[G^2]) of the same return under ``rollout_policy="untried"``: uniform over the
-    actions not yet taken in this (observation, admissible set) state along the rollout, all of
-    them once every one was tried; ``tried`` maps states to the actions taken there so far."""
+    by enumerating every action from clones of ``env``: under the uniform policy, or
+    (``untried``) under ``rollout_policy="untried"``: uniform over the actions not yet taken in
+    this (observation, admissible set) state along the rollout, all of them once every one was
+    tried; ``tried`` maps states to the actions taken there so far."""
     tried = {} if tried is None else tried
     if steps == 0 or not actions:
         return 0.0, 0.0
-    here = tried.get((obs, tuple(actions)), frozenset())
+    here = tried.get((obs, tuple(actions)), frozenset()) if untried else frozenset()
     pool = [a for a in actions if a not in here] or actions
     m1 = m2 = 0.0
     for a in pool:
@@ -81,9 +57,8 @@ def exact_moments_untried(env, obs, actions, score, steps, gamma, tried=None):
                 g1, g2 = 0.0, 0.0
             else:
                 nxt = list(info.get("admissible_actions") or twin.admissible_actions())
-                after = dict(tried)
-                after[(obs, tuple(actions))] = here | {a}
-                g1, g2 = exact_moments_untried(twin, new_obs, nxt, new, steps - 1, gamma, after)
+                after = {**tried, (obs, tuple(actions)): here | {a}} if untried else tried
+                g1, g2 = exact_moments(twin, new_obs, nxt, new, steps - 1, gamma, untried, after)
         finally:
             twin.close()
         m1 += r + gamma * g1
@@ -97,7 +72,7 @@ def test_the_leaf_value_is_the_uniform_policys_discounted_return_within_its_stan
     env, obs, _actions = drawer
     first = ["open drawer 1"]
     steps, gamma, m = 3, 0.5, 1500
-    mean, second = exact_moments(env, first, 0.0, steps, gamma)
+    mean, second = exact_moments(env, obs, first, 0.0, steps, gamma)
     sd = math.sqrt(max(second - mean * mean, 0.0))
     assert mean > 0.0 and sd > 0.0  # open, then take wins at rollout step 2
     particle = TextParticle(
@@ -122,7 +97,7 @@ def test_the_untried_leaf_value_is_that_policys_return_within_its_standard_error
     first = [a for a in info["admissible_actions"] if not a.startswith("take")]
     steps, gamma, m = 3, 0.9, 1500
     try:
-        mean, second = exact_moments_untried(env, obs, first, 0.0, steps, gamma)
+        mean, second = exact_moments(env, obs, first, 0.0, steps, gamma, untried=True)
         sd = math.sqrt(max(second - mean * mean, 0.0))
         assert sd > 0.0
         particle = TextParticle(kg=None, root_observation=obs, admissible=tuple(first),
