@@ -65,6 +65,7 @@ CELLS=(
   # the same with rollout_policy=untried (no action twice in a state while others are untried)
   "coin-sim-env-rollouts16-untried|twx:coin|20|nesyfs|$SIM progress=env rollouts=16 rollout_steps=25 rollout_policy=untried"
   "mapreader-sim-env-rollouts16-untried|twx:mapreader|20|nesyfs|$SIM progress=env rollouts=16 rollout_steps=25 rollout_policy=untried"
+  "coin-sim-env-rollouts32-untried|twx:coin|20|nesyfs|$SIM progress=env rollouts=32 rollout_steps=25 rollout_policy=untried"
   # cut to one episode: ~40 s a step, and every call of it was degenerate (no uniform rollout
   # finishes a pick-and-place task)
   "alfworld-sim-env-rollouts|alfworld:pick_and_place|1|nesyfs|$SIM progress=env rollouts=4 rollout_steps=25"
