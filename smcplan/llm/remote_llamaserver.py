@@ -22,10 +22,10 @@ end-of-turn token ``e`` when ``add_eos``), one request per row:
   :data:`MAX_TOP_K`; beyond it the row fails with a typed error, never a guess).
 
 ``cache_prompt: true`` lets the server's slot reuse the prompt's KV state between rows that share
-it, so a row costs its ``m + 1`` decode steps. llama.cpp's logits depend slightly on the batch
-a position was evaluated in (docs/scale.md), so a row's score can move by a few hundredths of a
-nat with what the slot held before; the in-process ``llamacpp:`` backend is the one that is
-bit-reproducible.
+it, so a row costs its ``m + 1`` decode steps. llama.cpp's logits depend on the batch a
+position was evaluated in (Q8 activations per batch; docs/scale.md), so a row's score can move
+with what the slot held before, and differs from the in-process ``llamacpp:`` backend's (which
+evaluates in canonical chunks and is bit-reproducible) by up to 0.47 nats per action measured.
 
 **Sampling**: ``prompt`` = ids, the output type's grammar (:mod:`smcplan.llm.gbnf`), the
 samplers ``temperature`` then ``top_p`` (as transformers orders them; no top-k, min-p or
