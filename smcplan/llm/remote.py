@@ -207,6 +207,10 @@ class RemoteLanguageModel:
 
     # ------------------------------------------------------------------ sampling
     def _request(self, prompt_ids: list[int], text: str, fields: dict[str, Any], n: int, seed: int):
+        if self.engine == "llama-server":
+            from smcplan.llm.remote_llamaserver import sample_llama_server
+
+            return sample_llama_server(self.http, prompt_ids, fields, n, seed)
         body: dict[str, Any] = {"model": self.served_model, **fields, "n": n, "seed": seed}
         if self.engine == "sglang":
             # untested here: SGLang takes no per-request seed without deterministic inference
@@ -225,10 +229,6 @@ class RemoteLanguageModel:
                 )
                 for r in res
             ]
-        if self.engine == "llama-server":
-            from smcplan.llm.remote_llamaserver import sample_llama_server
-
-            return sample_llama_server(self.http, prompt_ids, fields, n, seed)
         body["prompt"] = prompt_ids if self.engine == "vllm" else text
         if self.engine == "llamacpp":
             # llama-cpp-python ignores n and defaults to top_k=40, min_p=0.05, repeat_penalty=1.1;
