@@ -10,6 +10,11 @@ cd "$(dirname "$0")/.."
 export TORCH_COMPILE_DISABLE=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 PY=${PY:-.venv/bin/python}
 MAX_STEPS=${MAX_STEPS:-25}
+# MODEL=openai:<url>#smollm2-135m: the cells' language model on a server (the "-llama-server"
+# cells: llama.cpp's llama-server on the packaged SmolLM2 GGUF, docs/ablation.md); default: the
+# packaged model in-process
+MODEL=${MODEL:-}
+WORKERS=${WORKERS:-1}
 # the simulator planner: planner only (no reflection), LLM-free proposal, N=8, H=3, lambda=3, max-weight choice
 SIM="world_model=simulator slow_thinking=always plan_proposal=uniform num_particles=8 horizon=3 lam=3 choice=max_weight"
 # the same slow thinker inside the full agent (reflection on, slow thinking after K rejections)
@@ -72,12 +77,18 @@ CELLS=(
   "coin-full-K3-sim-env+task|twx:coin|10|nesyfs|$FULL progress=env+task"
   "coin-full-K1-guard-sim-env+task|twx:coin|10|nesyfs|$FULL progress=env+task max_rejections=1 loop_guard=true"
   "alfworld-full-K1-guard-sim-env+task-N16|alfworld:pick_and_place|10|nesyfs|$FULL progress=env+task max_rejections=1 loop_guard=true num_particles=16"
+  # session 9, SmolLM2 on llama-server (MODEL=openai:...): ReAct, and NeSyFS with the LM world
+  # model (no oracle), the loop guard (its planner may not loop either) and the lm+rlvmr twist
+  "coin-react-llama-server|twx:coin|10|react|"
+  "coin-nesyfs-lm-guard-rlvmr-llama-server|twx:coin|10|nesyfs|loop_guard=true progress=lm+rlvmr"
 )
 want=("$@")
 for cell in "${CELLS[@]}"; do
   IFS='|' read -r name env episodes agent args <<<"$cell"
   if [ ${#want[@]} -gt 0 ] && [[ ! " ${want[*]} " =~ " $name " ]]; then continue; fi
   extra=()
+  if [ -n "$MODEL" ]; then extra+=(--model "$MODEL"); fi
+  if [ "$WORKERS" != 1 ]; then extra+=(--workers "$WORKERS"); fi
   for kv in $args; do extra+=(--agent-arg "$kv"); done
   case "$env" in
     twx:*) first=10000; extra+=(--split dev) ;;

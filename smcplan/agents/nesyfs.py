@@ -53,14 +53,17 @@ from smcplan.agents.context import Context
 from smcplan.agents.llm_agent import Candidate, Decision, Judgement, LLMAgent
 from smcplan.agents.record import StepRecord
 from smcplan.agents.slow_thinking import SlowThinker, first_action_line, summarize
+from smcplan.errors import UnknownNameError
 from smcplan.planning import PlannerConfig, PlanningError, Retrieval
 from smcplan.planning.progress import Seen
 from smcplan.planning.simulator import check_clone_factory
 
-__all__ = ["NeSyFSAgent", "SLOW_THINKING"]
+__all__ = ["NeSyFSAgent", "SLOW_THINKING", "PLAN_SKIPS"]
 
 #: When the planner runs (module docstring).
 SLOW_THINKING = ("after_rejections", "always", "never")
+#: What the slow thinker may not choose (class docstring, ``plan_skips``).
+PLAN_SKIPS = ("loops", "rejected", "none")
 
 
 def slow_thinking_mode(value: Any) -> str:
@@ -103,6 +106,10 @@ class NeSyFSAgent(LLMAgent):
         the same observation text where it reads none) is rejected as a loop without asking
         reflection, and slow thinking runs at once
         (``rec.extra["slow_thinking_reason"] = "loop"``; ``"rejections"`` after K rejections).
+        A step that failed (the game's failure or no-op reply, e.g. "You can't move there, the
+        door is closed") stops counting as executed once a later step in the same place changes
+        something (an observation new to the episode, e.g. the door opened), so the action
+        that failed may be tried again.
     follow_plan
         Off by default (the paper executes only the planner's first action).  When on, after a
         slow-thinking call the agent keeps the imagined trajectory of the heaviest final particle
@@ -117,6 +124,16 @@ class NeSyFSAgent(LLMAgent):
         them if none is left). The paper feeds back only the reflection's thought; a strong model
         then proposes something else, SmolLM2-135M mostly re-proposes the same action (measured:
         docs/agents.md), so this is on by default; ``False`` gives the paper's plain feedback.
+    plan_skips
+        Which actions the slow thinker may not hand back as its first action (the particles'
+        first actions are drawn from the others; all of them if none is left; the excluded ones
+        are recorded as ``rec.extra["plan_excluded"]``): ``"loops"`` (default) — with the loop
+        guard on, every action that would repeat an executed step in this place (the guard's own
+        rule, so the planner cannot loop where the fast module was stopped); nothing without the
+        guard; ``"rejected"`` — those and the actions reflection rejected in this step;
+        ``"none"`` — the paper's planner over the whole admissible set.  With the LM world model
+        the particles' later imagined steps draw from the same restricted set (filtered by each
+        particle's graph); with the simulator from their clones' own sets.
     num_particles, horizon, lam, weighting, resampling, ess_threshold, choice, observation_tokens,
     rollouts, rollout_steps, rollout_discount, rollout_policy
         The slow thinker's settings (fields of :class:`~smcplan.planning.PlannerConfig`; ``None``
@@ -150,6 +167,7 @@ class NeSyFSAgent(LLMAgent):
         reflection_tokens: int | None = 32,
         max_rejections: int = 3,
         exclude_rejected: bool = True,
+        plan_skips: str = "loops",
         loop_guard: bool = False,
         follow_plan: bool = False,
         num_particles: int | None = None,
@@ -179,11 +197,20 @@ class NeSyFSAgent(LLMAgent):
         self.use_slow_thinking = self.slow_thinking != "never"
         self.max_rejections = int(max_rejections)
         self.exclude_rejected = bool(exclude_rejected)
+        if plan_skips not in PLAN_SKIPS:
+            raise UnknownNameError(
+                f"unknown plan_skips {plan_skips!r}; known: {', '.join(PLAN_SKIPS)}"
+            )
+        self.plan_skips = str(plan_skips)
         self.loop_guard = bool(loop_guard)
         self.follow_plan = bool(follow_plan)
         # the rest of the followed plan: (expected observation, next action) pairs, in order
         self._plan: list[tuple[str, str]] = []
-        self._pairs: set[tuple[str, str]] = set()  # (place or observation, action) executed
+        # the loop guard's memory: (place or observation, action) executed -> did it fail
+        self._pairs: dict[tuple[str, str], bool] = {}
+        self._last_pair: tuple[str, str] | None = None
+        self._observations: set[str] = set()
+        self._now = ""  # this step's observation, uncut
         if self.use_reflection and reflector is None:
             from smcplan.llm import Reflection
 
@@ -251,7 +278,8 @@ class NeSyFSAgent(LLMAgent):
 
     def on_reset(self, task: str, observation: str, admissible: list[str]) -> None:
         self._seen = Seen()
-        self._pairs = set()
+        self._pairs, self._last_pair = {}, None
+        self._observations = {observation.strip()}
         self._plan = []
         self._observe(observation, None, {})
 
@@ -265,15 +293,36 @@ class NeSyFSAgent(LLMAgent):
         self, observation: str, admissible: list[str], info: dict[str, Any], rec: StepRecord
     ) -> Decision:
         ctx = self.context(observation)
+        self._now = observation
         if self.t > 0:
             self._observe(observation, self.last_action, info)
+            self._remember_outcome(observation)
         if isinstance(self.belief, KGBelief):
             rec.extra["kg_retrieved"] = [f"({s}, {r}, {o})" for s, r, o in ctx.triplets]
         decision = self._follow(observation, admissible, rec)
         if decision is None:
             decision = self._choose(ctx, observation, admissible, rec)
-        self._pairs.add((self._where(observation), decision.action))  # the loop guard's memory
+        self._last_pair = (self._where(observation), decision.action)
+        self._pairs.setdefault(self._last_pair, False)
         return decision
+
+    def _remember_outcome(self, observation: str) -> None:
+        """The loop guard's memory after the last step's ``observation`` (class docstring)."""
+        new = observation.strip() not in self._observations
+        self._observations.add(observation.strip())
+        if self._last_pair is None:
+            return
+        if self._seen.last_failed:
+            self._pairs[self._last_pair] = True
+        elif new:  # something changed here: what failed here may work now
+            where = self._last_pair[0]
+            for pair in [p for p, failed in self._pairs.items() if failed and p[0] == where]:
+                del self._pairs[pair]
+
+    def _loops_here(self, observation: str, admissible: list[str]) -> list[str]:
+        """The admissible actions that would repeat an executed step in this place."""
+        where = self._where(observation)
+        return [a for a in admissible if (where, a) in self._pairs]
 
     def _choose(
         self, ctx: Context, observation: str, admissible: list[str], rec: StepRecord
@@ -388,10 +437,21 @@ class NeSyFSAgent(LLMAgent):
     def think_slowly(self, ctx: Context, admissible: list[str], rec: StepRecord) -> Decision:
         """Run the planner from the current belief and execute its first action."""
         kg_belief = self.belief if isinstance(self.belief, KGBelief) else None
+        candidates = list(admissible)
+        skip: set[str] = set()
+        if self.plan_skips in ("loops", "rejected") and self.loop_guard:
+            skip |= set(self._loops_here(self._now, candidates))
+            skip |= {r["action"] for r in rec.rejected if r.get("by") == "loop"}
+        if self.plan_skips == "rejected":
+            skip |= {r["action"] for r in rec.rejected}
+        kept = [a for a in candidates if a not in skip]
+        if skip and kept:
+            candidates = kept
+            rec.extra["plan_excluded"] = [a for a in admissible if a in skip]
         result = self.planner(
             ctx,
             kg_belief.kg if kg_belief is not None else None,
-            admissible,
+            candidates,
             self.next_seed(),
             extractor=kg_belief.extractor if kg_belief is not None else None,
             seen=self._seen,

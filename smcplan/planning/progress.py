@@ -98,6 +98,7 @@ __all__ = [
     "SumTwist",
     "make_progress",
     "place_and_entities",
+    "looks_failed",
 ]
 
 _PLACE_PREDICATES = ("in", "at")
@@ -132,7 +133,7 @@ class Seen(NamedTuple):
             places=self.places | ({place} if place else set()),
             entities=self.entities | names,
             actions=(*self.actions, action) if action else self.actions,
-            last_failed=bool(info.get("invalid", False)),
+            last_failed=bool(info.get("invalid", False)) or looks_failed(observation),
             score=float(info.get("score", self.score) or 0.0),
             place=place,
             visits=tuple(sorted(visits.items())),
@@ -338,13 +339,15 @@ class ProcessProgress(_Cumulative):
             failed = (
                 bool(outcomes[i].invalid)
                 if i < len(outcomes) and outcomes[i].invalid
-                else _looks_failed(o)
+                else looks_failed(o)
             )
             place = reads[i][0]
             if a == DONE_ACTION or failed:
                 d = 0.0
             elif prev_failed and a != prev_action:
                 d = 1.0  # reflection: a different action right after a failure
+            elif prev_failed and a == prev_action:
+                d = 0.0  # repetition: the action that has just failed, again
             elif a not in actions or (place is not None and place not in places):
                 d = 1.0  # explore: a new action or a new place
             else:
@@ -368,7 +371,9 @@ _FAILED = (
 )
 
 
-def _looks_failed(observation: str) -> bool:
+def looks_failed(observation: str) -> bool:
+    """True when the observation is one of the text games' failure or no-op replies ("That is
+    already open", "Nothing happens", "You can't ...")."""
     text = str(observation).strip()
     return any(text.startswith(m) for m in _FAILED)
 

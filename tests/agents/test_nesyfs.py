@@ -95,6 +95,55 @@ def test_reflection_always_no_makes_nesyfs_plan_after_exactly_three_rejections(
         assert len(meta["plan"]["imagined"]) == 2
 
 
+class AdmissibleLog:
+    """The real slow thinker, logging the admissible actions each call was given."""
+
+    def __init__(self, inner: SlowThinker) -> None:
+        self.inner, self.given = inner, []
+
+    def __call__(self, ctx, kg, admissible, seed, **kwargs):
+        self.given.append(list(admissible))
+        return self.inner(ctx, kg, admissible, seed, **kwargs)
+
+
+@pytest.mark.parametrize("skip", ["rejected", "loops", "none"])
+def test_the_slow_thinker_does_not_hand_back_a_rejected_action_unless_told_to(
+    tiny_lm, household_env, skip
+):
+    # reflection rejects K = 3 distinct proposals (exclude_rejected); with plan_skips="rejected"
+    # the planner plans over the other admissible actions only, so its first actions and its
+    # choice avoid them; "loops" without the loop guard and "none" leave the set whole
+    planner = AdmissibleLog(SlowThinker(tiny_lm, num_particles=3, horizon=1))
+    agent = make(
+        "nesyfs", lm=tiny_lm, seed=0, reflector=FixedReflection(False), planner=planner,
+        plan_skips=skip,
+    )
+    obs, info = household_env.reset(0)
+    admissible = list(info["admissible_actions"])
+    assert len(admissible) > 3  # something is left once three are rejected
+    agent.reset(household_env.task, obs, admissible)
+    step = agent.act(obs, admissible, info)
+    rejected = {r["action"] for r in step.meta["rejected_proposals"]}
+    assert len(rejected) == 3 and step.meta["executed"] == "planner"
+    (given,) = planner.given
+    if skip == "rejected":
+        assert given == [a for a in admissible if a not in rejected]
+        assert sorted(step.meta["plan_excluded"]) == sorted(rejected)
+        assert step.action not in rejected
+        assert not set(step.meta["plan"]["action_mass"]) & rejected
+    else:
+        assert given == admissible and "plan_excluded" not in step.meta
+
+
+def test_an_unknown_plan_skips_names_the_choices(tiny_lm):
+    from smcplan.agents.nesyfs import NeSyFSAgent
+    from smcplan.errors import UnknownNameError
+
+    known = "unknown plan_skips 'al'; known: loops, rejected, none"
+    with pytest.raises(UnknownNameError, match=known):
+        NeSyFSAgent(tiny_lm, plan_skips="al")
+
+
 def test_reflection_always_yes_executes_the_first_fast_action_without_planning(
     tiny_lm, household_env
 ):
@@ -227,6 +276,37 @@ def test_the_loop_guard_plans_at_once_when_the_fast_action_repeats_a_step(tiny_l
     assert [p.step.action for p in play(plain, household_env, tiny_lm, seed=0, max_steps=3)] == [
         "look"
     ] * 3
+
+
+@pytest.mark.slow
+def test_the_loop_guard_lets_a_failed_move_be_retried_once_the_door_is_open(tiny_lm, coin_env):
+    # TWX coin seed 10000 starts in the kitchen with a closed wood door to the east: "move east"
+    # fails ("You can't move there, the door is closed."), "open door to east" opens it (a new
+    # observation, the same place), and then "move east" is no loop (the fast module's scripted
+    # action is executed); "open door to east" again would be one ("That is already open.")
+    from smcplan.llm import ActionProposal
+
+    inner = ActionProposal(tiny_lm)
+    script = ["move east", "open door to east", "move east"]
+
+    def scripted(tasks, triplets, observations, admissible, seed=None, verbs=None):
+        return inner(tasks, triplets, observations, [[script.pop(0)]] * len(tasks), seed=seed)
+
+    yes = FixedReflection(True)
+    planner = CountingPlanner(SlowThinker(tiny_lm, num_particles=2, horizon=1), yes)
+    agent = make(
+        "nesyfs", lm=tiny_lm, seed=0, reflector=yes, planner=planner, proposer=scripted,
+        loop_guard=True,
+    )
+    played = play(agent, coin_env, tiny_lm, seed=10000, max_steps=3)
+    assert [p.step.action for p in played] == ["move east", "open door to east", "move east"]
+    assert [p.step.meta["executed"] for p in played] == ["proposal"] * 3 and planner.calls == []
+    assert played[1].observation.startswith("You can't move there")
+    assert played[2].observation.startswith("You open the wood door")
+    # in the kitchen "open door to east" is now a loop, and the planner may not choose it
+    assert agent._loops_here(played[2].observation, ["open door to east", "move west"]) == [
+        "open door to east"
+    ]
 
 
 def test_follow_plan_executes_the_imagined_trajectory_while_the_world_matches_it(tiny_lm):

@@ -19,7 +19,13 @@ import pytest
 import smcplan
 from smcplan.envs import make
 from smcplan.planning import PlannerConfig, PlanningError, Proposed, Score, Transition, tsmc
-from smcplan.planning.progress import EnvProgress, NoveltyProgress, Seen, make_progress
+from smcplan.planning.progress import (
+    EnvProgress,
+    NoveltyProgress,
+    ProcessProgress,
+    Seen,
+    make_progress,
+)
 from smcplan.planning.simulator import SimulatorWorldModel, UniformTextProposal
 from smcplan.planning.text_components import TextParticle
 
@@ -306,6 +312,27 @@ def test_novelty_counts_places_and_entities_not_text_and_env_counts_score():
         float(score.log_psi[2]), 0.5 / np.sqrt(2) + 0.5 / np.sqrt(3), rtol=1e-6
     )
     assert float(EnvProgress()(key, [moved], 1, 1).delta[0]) == 0.0
+
+
+def test_rlvmr_scores_the_action_that_just_failed_again_as_a_repetition_whatever_is_imagined():
+    # the real last step failed ("That is already open.", a text reply, not an invalid flag);
+    # redoing it is a repetition (0) even where the imagined observation reads as a new place,
+    # a different action is the corrective one (1)
+    kitchen = "You are in the kitchen. \nTo the North you see the patio door, which is open. "
+    seen = Seen().after(kitchen, None, {}, "twx").after(
+        "That is already open.", "open door to north", {}, "twx"
+    )
+    assert seen.last_failed and seen.actions == ("open door to north",)
+    p = TextParticle(kg=None, root_observation="That is already open.")
+    dreamt = "You are in the backyard. In one part of the room you see a grill. "
+    again = p.extend("open door to north", dreamt)
+    other = p.extend("move north", dreamt)
+    score = ProcessProgress(seen, "twx")(jax.random.key(0), [again, other], 1, 1)
+    np.testing.assert_array_equal(np.asarray(score.delta), [0.0, 1.0])
+    # without the failure the same imagined step explores a new place (1)
+    fine = Seen().after(kitchen, None, {}, "twx").after(kitchen, "open door to north", {}, "twx")
+    assert not fine.last_failed
+    assert float(ProcessProgress(fine, "twx")(jax.random.key(0), [again], 1, 1).delta[0]) == 1.0
 
 
 @pytest.mark.parametrize(
