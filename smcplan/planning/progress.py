@@ -50,7 +50,10 @@ weight :math:`\psi_t/\psi_{t-1} = e^{\delta_t}`, the same pull as NeSyFS with :m
   :class:`smcplan.agents.rlvmr_rewards.RLVMRTwist`), with each imagined step's tag read off what
   it does: :math:`\delta_t = 1` for a *corrective* action (the previous step failed and the
   action differs from it) or an *exploring* one (an action or a place new to the episode and the
-  path), 0 for a repetition or a failed step; LLM-free;
+  path), 0 for a repetition or a failed step — and 0 for the action that has just failed, done
+  again, whatever the imagined observation says (with the LM world model the model may imagine a
+  new place behind "That is already open."); a real step failed when the env flags it invalid
+  or replies with a failure text (:func:`looks_failed`); LLM-free;
 * ``"task"`` — progress toward what the task names (the object, then its receptacle, at the
   places the map read from the observations or the task puts them; the nearest unexplored place
   while they are unknown): :class:`smcplan.planning.places.TaskProgress`, whose docstring states
@@ -107,7 +110,8 @@ _SELF = ("agent", "you", "inventory", "open", "closed", "locked", "empty", "noth
 
 class Seen(NamedTuple):
     """What the episode has seen so far (for ``novelty``, ``rlvmr`` and ``task``): the places
-    visited, the entities named, the actions executed, whether the last real action failed, the
+    visited, the entities named, the actions executed, whether the last real action failed (the
+    env's ``invalid`` flag or a failure reply, :func:`looks_failed`), the
     current score, the current place, the steps spent at each place (``visits``: ``(place, n)``)
     and the place map read from every observation (``layout``, :mod:`smcplan.planning.places`)."""
 
