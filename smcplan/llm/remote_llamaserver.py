@@ -17,9 +17,13 @@ end-of-turn token ``e`` when ``add_eos``), one request per row:
   ``log p(c_j | x, c_<j)`` (its ``id`` is checked against ``c_j``);
 * for ``e``: once the grammar is complete, llama.cpp's grammar allows only end-of-generation
   tokens, so step ``m + 1`` samples the most likely of them and reports its raw log-prob; when
-  that is ``e`` the value is exact. When another end-of-generation token wins, ``e`` is looked
-  up by id in that step's ``top_logprobs``, asking again with ``n_probs`` raised (up to
-  :data:`MAX_TOP_K`; beyond it the row fails with a typed error, never a guess).
+  that is ``e`` the value is exact. When another end-of-generation token ``g`` wins (SmolLM2's
+  ``<|endoftext|>`` after a continuation the model would go on with, where ``p(e)`` can be
+  under the top 4,096 of 49,152), the row is asked again with ``logit_bias`` ``[[g, false]]``
+  for every such ``g`` seen: the bias acts on the sampler only, the reported log-probs stay the
+  raw model's (checked against a full-vocabulary ``n_probs`` answer), so the next answer samples
+  ``e`` or another end-of-generation token, and after at most :data:`MAX_BANS` of them the row
+  fails with a typed error, never a guess.
 
 ``cache_prompt: true`` lets the server's slot reuse the prompt's KV state between rows that share
 it, so a row costs its ``m + 1`` decode steps. llama.cpp's logits depend on the batch a
@@ -42,10 +46,10 @@ from typing import Any
 
 from smcplan.llm.remote_http import HttpClient, RemoteLMError
 
-__all__ = ["score_llama_server", "sample_llama_server", "token_grammar", "MAX_TOP_K"]
+__all__ = ["score_llama_server", "sample_llama_server", "token_grammar", "MAX_BANS"]
 
-#: the largest ``n_probs`` asked for when another end-of-generation token outranks ``e``
-MAX_TOP_K = 4096
+#: the most end-of-generation tokens banned (``logit_bias``) while looking for end-of-turn
+MAX_BANS = 16
 
 
 def token_grammar(ids: Sequence[int]) -> str:
@@ -64,18 +68,22 @@ def _entries(res: dict[str, Any]) -> list[dict[str, Any]]:
     return probs
 
 
-def _forced(http: HttpClient, prompt: list[int], cont: list[int], add_eos: bool, k: int):
+def _forced(
+    http: HttpClient, prompt: list[int], cont: list[int], add_eos: bool, banned: Sequence[int]
+):
     body = {
         "prompt": prompt,
         "n_predict": len(cont) + int(add_eos),
         "grammar": token_grammar(cont),
         "temperature": 0.0,
         "samplers": ["temperature"],
-        "n_probs": k,
+        "n_probs": 1,
         "post_sampling_probs": False,
         "cache_prompt": True,
         "stream": False,
     }
+    if banned:
+        body["logit_bias"] = [[int(t), False] for t in banned]
     return _entries(http.post("/completion", body, root=True))
 
 
@@ -85,9 +93,9 @@ def _score_row(
     m = len(cont)
     if m == 0 and not add_eos:
         return 0.0
-    k = 1
+    banned: list[int] = []
     while True:
-        entries = _entries_checked(_forced(http, prompt, cont, add_eos, k), cont, add_eos, row)
+        entries = _entries_checked(_forced(http, prompt, cont, add_eos, banned), cont, add_eos, row)
         score = float(sum(float(e["logprob"]) for e in entries[:m]))
         if not add_eos:
             return score
@@ -97,13 +105,13 @@ def _score_row(
         for top in last.get("top_logprobs") or []:
             if int(top["id"]) == eos:
                 return score + float(top["logprob"])
-        if k >= MAX_TOP_K:
+        if int(last["id"]) in banned or len(banned) >= MAX_BANS:
             raise RemoteLMError(
-                f"llama-server: row {row}: end-of-turn token {eos} is not among the top "
-                f"{MAX_TOP_K} after the continuation (another end-of-generation token, "
-                f"{last['id']}, was sampled), so its log-prob cannot be read"
+                f"llama-server: row {row}: end-of-turn token {eos} was not sampled after the "
+                f"continuation with {len(banned)} other end-of-generation token(s) banned "
+                f"({banned}; then {last['id']}), so its log-prob cannot be read"
             )
-        k = min(MAX_TOP_K, 64 * k)
+        banned.append(int(last["id"]))
 
 
 def _entries_checked(entries, cont: list[int], add_eos: bool, row: int):

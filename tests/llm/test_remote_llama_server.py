@@ -122,3 +122,49 @@ def test_react_runs_three_steps_on_twx_coin_through_the_server(remote):
     play_react(remote, steps=3)
     print(f"3 ReAct steps through llama-server: {time.monotonic() - t0:.1f} s")
 
+
+
+def test_end_of_turn_is_read_exactly_when_other_end_of_generation_tokens_outrank_it(server):
+    # after "Hello there, my" SmolLM2 puts <|im_end|> (2) at rank ~30,000 of 49,152 and the
+    # completed grammar samples <|endoftext|> (0): the old top-4,096 lookup failed on such rows
+    # (a ReAct episode, session 9). Each outranking end-of-generation token is banned in turn
+    # (logit_bias acts on the sampler only), and the value read must be the raw model's
+    # log p(e), which a full-vocabulary n_probs answer gives independently. After "Hello there"
+    # with 0 as the end-of-turn token, two tokens (2, then another) are banned first.
+    import json
+    import urllib.request
+
+    from smcplan.llm.remote_http import HttpClient
+    from smcplan.llm.remote_llamaserver import score_llama_server, token_grammar
+
+    root = server.rsplit("/v1", 1)[0]
+
+    def post(path, body):
+        req = urllib.request.Request(
+            root + path, json.dumps(body).encode(), {"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(req, timeout=120) as r:
+            return json.load(r)
+
+    def ids(text):
+        body = {"content": text, "add_special": False, "parse_special": True}
+        return post("/tokenize", body)["tokens"]
+
+    prompt = ids("<|im_start|>user\nSay hello<|im_end|>\n<|im_start|>assistant\n")
+    http = HttpClient(server, timeout=120)
+    for text, eos in (("Hello there, my", 2), ("Hello there", 0), ("Hello there", 2)):
+        cont = ids(text)
+        full = post("/completion", {
+            "prompt": prompt, "n_predict": len(cont) + 1, "grammar": token_grammar(cont),
+            "temperature": 0.0, "samplers": ["temperature"], "n_probs": 49152,
+            "post_sampling_probs": False, "cache_prompt": True, "stream": False,
+        })["completion_probabilities"]  # fmt: skip
+        forced = sum(e["logprob"] for e in full[: len(cont)])
+        ranked = [t["id"] for t in full[-1]["top_logprobs"]]
+        raw = {t["id"]: t["logprob"] for t in full[-1]["top_logprobs"]}
+        if (text, eos) != ("Hello there", 2):
+            assert full[-1]["id"] != eos  # another token wins: the ban path runs
+        if eos == 2 and text.endswith("my"):
+            assert ranked.index(eos) > 4096
+        (score,) = score_llama_server(http, [prompt], [[*cont, eos]], True, eos)
+        assert score == pytest.approx(forced + raw[eos], abs=1e-4)
