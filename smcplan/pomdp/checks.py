@@ -88,5 +88,11 @@ def check_sequence(values: Any, name: str) -> Any:
             "wrap a single one in a list"
         )
     if ndim > 1:
-        raise InvalidArgumentError(f"{name} must be 1-D; got shape {np.shape(values)}")
+        try:
+            shape = f"shape {np.shape(values)}"
+        except (ValueError, TypeError):  # ragged: numpy cannot give a shape
+            shape = f"nested items {values!r:.80}"
+        raise InvalidArgumentError(
+            f"{name} must be 1-D (a flat list of names or indices); got {shape}"
+        )
     return values
