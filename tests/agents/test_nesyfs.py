@@ -243,24 +243,36 @@ def test_the_same_seeds_give_the_same_episode(tiny_lm, household_env):
     assert runs[0] == runs[1]
 
 
+def scripted_proposer(tiny_lm, next_action):
+    """The real proposal role, offered one action per call: ``next_action()``."""
+    from smcplan.llm import ActionProposal
+
+    inner = ActionProposal(tiny_lm)
+
+    def propose(tasks, triplets, observations, admissible, seed=None, verbs=None):
+        return inner(tasks, triplets, observations, [[next_action()]] * len(tasks), seed=seed)
+
+    return propose
+
+
+def guarded_agent(tiny_lm, proposer):
+    """NeSyFS with the loop guard, a reflection that always says yes and a counted planner."""
+    yes = FixedReflection(True)
+    planner = CountingPlanner(SlowThinker(tiny_lm, num_particles=2, horizon=1), yes)
+    agent = make(
+        "nesyfs", lm=tiny_lm, seed=0, reflector=yes, planner=planner, proposer=proposer,
+        loop_guard=True,
+    )
+    return agent, planner, yes
+
+
 def test_the_loop_guard_plans_at_once_when_the_fast_action_repeats_a_step(tiny_lm, household_env):
     # the fast module (the real proposal role, offered only "look") repeats "look"; reflection
     # says yes.  Step 1 executes it; at step 2 the agent is in the same place (the rule reader of
     # the observation gives it) and "look" was executed there: a loop, so the planner runs with
     # no reflection call, and again at step 3 unless the planner moved the agent.
-    from smcplan.llm import ActionProposal
-
-    inner = ActionProposal(tiny_lm)
-
-    def only_look(tasks, triplets, observations, admissible, seed=None, verbs=None):
-        return inner(tasks, triplets, observations, [["look"]] * len(tasks), seed=seed)
-
-    yes = FixedReflection(True)
-    planner = CountingPlanner(SlowThinker(tiny_lm, num_particles=2, horizon=1), yes)
-    agent = make(
-        "nesyfs", lm=tiny_lm, seed=0, reflector=yes, planner=planner, proposer=only_look,
-        loop_guard=True,
-    )
+    only_look = scripted_proposer(tiny_lm, lambda: "look")
+    agent, planner, yes = guarded_agent(tiny_lm, only_look)
     played = play(agent, household_env, tiny_lm, seed=0, max_steps=2)
     metas = [p.step.meta for p in played]
     assert agent._seen.place is not None  # the guard keys on the place here
@@ -284,20 +296,8 @@ def test_the_loop_guard_lets_a_failed_move_be_retried_once_the_door_is_open(tiny
     # fails ("You can't move there, the door is closed."), "open door to east" opens it (a new
     # observation, the same place), and then "move east" is no loop (the fast module's scripted
     # action is executed); "open door to east" again would be one ("That is already open.")
-    from smcplan.llm import ActionProposal
-
-    inner = ActionProposal(tiny_lm)
     script = ["move east", "open door to east", "move east"]
-
-    def scripted(tasks, triplets, observations, admissible, seed=None, verbs=None):
-        return inner(tasks, triplets, observations, [[script.pop(0)]] * len(tasks), seed=seed)
-
-    yes = FixedReflection(True)
-    planner = CountingPlanner(SlowThinker(tiny_lm, num_particles=2, horizon=1), yes)
-    agent = make(
-        "nesyfs", lm=tiny_lm, seed=0, reflector=yes, planner=planner, proposer=scripted,
-        loop_guard=True,
-    )
+    agent, planner, _ = guarded_agent(tiny_lm, scripted_proposer(tiny_lm, lambda: script.pop(0)))
     played = play(agent, coin_env, tiny_lm, seed=10000, max_steps=3)
     assert [p.step.action for p in played] == ["move east", "open door to east", "move east"]
     assert [p.step.meta["executed"] for p in played] == ["proposal"] * 3 and planner.calls == []
