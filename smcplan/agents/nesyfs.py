@@ -440,8 +440,7 @@ class NeSyFSAgent(LLMAgent):
         candidates = list(admissible)
         skip: set[str] = set()
         if self.plan_skips in ("loops", "rejected") and self.loop_guard:
-            skip |= set(self._loops_here(self._now, candidates))
-            skip |= {r["action"] for r in rec.rejected if r.get("by") == "loop"}
+            skip |= set(self._loops_here(self._now, candidates))  # the guard's refusal included
         if self.plan_skips == "rejected":
             skip |= {r["action"] for r in rec.rejected}
         kept = [a for a in candidates if a not in skip]

@@ -283,6 +283,9 @@ def test_the_loop_guard_plans_at_once_when_the_fast_action_repeats_a_step(tiny_l
     assert loop["rejected_proposals"][0]["action"] == "look"
     assert loop["slow_thinking_reason"] == "loop" and "slow_thinking_reason" not in metas[0]
     assert played[1].step.thought.startswith("slow thinking after a loop")
+    # plan_skips="loops": the planner may not hand the loop back
+    assert loop["plan_excluded"] == ["look"] and played[1].step.action != "look"
+    assert "look" not in loop["plan"]["action_mass"]
     # off by default: the same agent without the guard executes "look" three times
     plain = make("nesyfs", lm=tiny_lm, seed=0, reflector=FixedReflection(True), proposer=only_look)
     assert [p.step.action for p in play(plain, household_env, tiny_lm, seed=0, max_steps=3)] == [
