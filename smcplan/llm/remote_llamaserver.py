@@ -102,9 +102,6 @@ def _score_row(
         last = entries[m]
         if int(last["id"]) == eos:
             return score + float(last["logprob"])
-        for top in last.get("top_logprobs") or []:
-            if int(top["id"]) == eos:
-                return score + float(top["logprob"])
         if int(last["id"]) in banned or len(banned) >= MAX_BANS:
             raise RemoteLMError(
                 f"llama-server: row {row}: end-of-turn token {eos} was not sampled after the "
