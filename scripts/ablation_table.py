@@ -17,7 +17,8 @@ import argparse
 import json
 from pathlib import Path
 
-from smcplan.eval.metrics import wilson_interval
+from smcplan.eval.metrics import mcnemar_exact_p, wilson_interval
+from smcplan.planning.progress import looks_failed
 
 
 def summaries_of(run: Path) -> list[dict]:
@@ -80,12 +81,19 @@ def cell(run: Path) -> dict:
     }
 
 
+def _failure_replies(run: Path, episode: str) -> int:
+    """Steps of the episode that the game answered with a failure or no-op text."""
+    lines = (run / "episodes" / f"{episode}.steps.jsonl").read_text().splitlines()
+    return sum(looks_failed(json.loads(line).get("feedback", "")) for line in lines)
+
+
 def _episodes(run: Path) -> dict[int, dict]:
-    """seed -> (won, repetitive steps, steps) of the run's finished episodes."""
+    """seed -> (won, repetitive steps, failure replies, steps) of the run's finished episodes."""
     return {
         int(s["seed"]): {
             "won": bool(s["won"]),
             "rep": s["stats"]["repetitive_steps"],
+            "failed": _failure_replies(run, s["episode"]),
             "steps": s["stats"]["total_steps"],
         }
         for s in summaries_of(run)
@@ -94,8 +102,9 @@ def _episodes(run: Path) -> dict[int, dict]:
 
 
 def pair(a: Path, b: Path) -> dict:
-    """Two cells on the episodes (seeds) both finished: SR and repetition per step of each, and
-    the discordant pairs (won by one only), which is what a paired comparison rests on."""
+    """Two cells on the episodes (seeds) both finished: SR, repetition and failure replies per
+    step of each, and the discordant pairs (won by one only), which is what a paired comparison
+    rests on, with the exact McNemar p-value on them."""
     ea, eb = _episodes(a), _episodes(b)
     seeds = sorted(set(ea) & set(eb))
 
@@ -104,8 +113,11 @@ def pair(a: Path, b: Path) -> dict:
         return {
             "won": sum(e[s]["won"] for s in seeds),
             "rep_per_step": sum(e[s]["rep"] for s in seeds) / steps,
+            "failed_per_step": sum(e[s]["failed"] for s in seeds) / steps,
         }
 
+    a_only = [s for s in seeds if ea[s]["won"] and not eb[s]["won"]]
+    b_only = [s for s in seeds if eb[s]["won"] and not ea[s]["won"]]
     return {
         "a": a.name,
         "b": b.name,
@@ -114,8 +126,9 @@ def pair(a: Path, b: Path) -> dict:
         "a_stats": side(ea),
         "b_stats": side(eb),
         "both": sum(ea[s]["won"] and eb[s]["won"] for s in seeds),
-        "a_only": [s for s in seeds if ea[s]["won"] and not eb[s]["won"]],
-        "b_only": [s for s in seeds if eb[s]["won"] and not ea[s]["won"]],
+        "a_only": a_only,
+        "b_only": b_only,
+        "mcnemar_p": mcnemar_exact_p(len(a_only), len(b_only)),
     }
 
 
@@ -133,18 +146,20 @@ def main() -> None:
     args = parser.parse_args()
     if args.pair:
         print(
-            "| A | B | common episodes | SR A | SR B | rep/step A | rep/step B | won by both "
-            "| A only (seeds) | B only (seeds) |"
+            "| A | B | common episodes | SR A | SR B | rep/step A | rep/step B "
+            "| failure replies/step A | B | won by both | A only (seeds) | B only (seeds) "
+            "| exact McNemar p |"
         )
-        print("|---|---|---|---|---|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for a, b in args.pair:
             r = pair(Path(args.root) / a, Path(args.root) / b)
             sa, sb = r["a_stats"], r["b_stats"]
             print(
                 f"| {a} | {b} | {r['n']} | {sa['won']}/{r['n']} | {sb['won']}/{r['n']} "
-                f"| {sa['rep_per_step']:.2f} | {sb['rep_per_step']:.2f} | {r['both']} "
+                f"| {sa['rep_per_step']:.2f} | {sb['rep_per_step']:.2f} "
+                f"| {sa['failed_per_step']:.2f} | {sb['failed_per_step']:.2f} | {r['both']} "
                 f"| {len(r['a_only'])} {r['a_only'] or ''} "
-                f"| {len(r['b_only'])} {r['b_only'] or ''} |"
+                f"| {len(r['b_only'])} {r['b_only'] or ''} | {r['mcnemar_p']:.3g} |"
             )
         return
     rows = [cell(p) for p in sorted(Path(args.root).iterdir()) if (p / "config.json").exists()]

@@ -41,6 +41,8 @@ Episodes whose backend died (``status == "error"``) are excluded from every metr
 
 Wilson interval (Wilson 1927): with p̂ = k/n and z = Φ⁻¹(0.975),
     centre = (p̂ + z²/2n) / (1 + z²/n),  half = z/(1 + z²/n) · sqrt(p̂(1 − p̂)/n + z²/4n²).
+Paired comparison of two agents on the same episodes: the exact McNemar test
+(``mcnemar_exact_p``) on the episodes won by exactly one of them.
 Percentile bootstrap (Efron & Tibshirani 1993): resample the n episodes with replacement B times,
 recompute the statistic, report the (α/2, 1 − α/2) quantiles; seeded, so reports are reproducible.
 """
@@ -54,11 +56,14 @@ from typing import Any
 
 import numpy as np
 
+from smcplan.errors import check_int
+
 __all__ = [
     "Estimate",
     "EpisodeStats",
     "RunMetrics",
     "wilson_interval",
+    "mcnemar_exact_p",
     "bootstrap_mean_ci",
     "bootstrap_ratio_ci",
     "normalize_action",
@@ -106,6 +111,22 @@ def wilson_interval(k: int, n: int, z: float = Z_95) -> tuple[float, float]:
     lo = 0.0 if k == 0 else max(0.0, centre - half)
     hi = 1.0 if k == n else min(1.0, centre + half)
     return lo, hi
+
+
+def mcnemar_exact_p(a_only: int, b_only: int) -> float:
+    """Two-sided exact McNemar test of two agents on the same episodes.
+
+    ``a_only`` (``b_only``): episodes won by A (B) alone; the episodes both or neither won carry
+    no information about which is better and do not enter. Under H0 (equal success
+    probabilities on every episode) each of the d = a_only + b_only discordant episodes is A's
+    with probability 1/2, so p = min(1, 2 · Σ_{i ≤ min(a_only, b_only)} C(d, i) / 2^d); with no
+    discordant episode p = 1. Exact for any d (the chi-square form needs d ≳ 25).
+    """
+    a_only = check_int(a_only, "a_only", minimum=0)
+    b_only = check_int(b_only, "b_only", minimum=0)
+    d = a_only + b_only
+    tail = sum(math.comb(d, i) for i in range(min(a_only, b_only) + 1))
+    return min(1.0, 2.0 * tail / 2**d)
 
 
 def _quantiles(samples: np.ndarray, confidence: float) -> tuple[float, float]:

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from smcplan.errors import ArgumentTypeError, InvalidArgumentError
 from smcplan.eval.metrics import (
     EpisodeStats,
     aggregate,
@@ -13,6 +14,7 @@ from smcplan.eval.metrics import (
     bootstrap_ratio_ci,
     episode_stats,
     group_metrics,
+    mcnemar_exact_p,
     repeated_pair_flags,
     repetitive_flags,
     upgrade_stats,
@@ -45,6 +47,40 @@ def test_wilson_interval_matches_hand_computation_for_8_of_10():
     lo, hi = wilson_interval(8, 10)
     assert lo == pytest.approx(0.716740 - 0.226577, abs=1e-5)
     assert hi == pytest.approx(0.716740 + 0.226577, abs=1e-5)
+
+
+def test_mcnemar_exact_p_matches_hand_computation():
+    # d discordant episodes, each A's with probability 1/2 under H0
+    assert mcnemar_exact_p(4, 0) == 2 / 2**4  # 0.125: 4 wins to none is not significant
+    assert mcnemar_exact_p(0, 8) == 2 / 2**8  # 0.0078
+    assert mcnemar_exact_p(3, 1) == 2 * (1 + 4) / 2**4  # 0.625
+    assert mcnemar_exact_p(2, 2) == 1.0  # 2 * 11/16 capped at 1
+    assert mcnemar_exact_p(0, 0) == 1.0  # no discordant episode: no evidence
+
+
+@settings(max_examples=60, deadline=None)  # the first example imports scipy
+@given(st.integers(0, 60), st.integers(0, 60))
+def test_mcnemar_exact_p_is_symmetric_and_equals_the_two_sided_binomial_test(a, b):
+    stats = pytest.importorskip("scipy.stats")
+    p = mcnemar_exact_p(a, b)
+    assert p == mcnemar_exact_p(b, a)
+    assert 0.0 < p <= 1.0
+    if a + b:
+        assert p == pytest.approx(stats.binomtest(a, a + b, 0.5).pvalue, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("a_only", "b_only", "error", "named"),
+    [
+        (-1, 0, InvalidArgumentError, "a_only"),
+        (0, -2, InvalidArgumentError, "b_only"),
+        (1.0, 0, ArgumentTypeError, "a_only"),
+        (True, 0, ArgumentTypeError, "a_only"),
+    ],
+)
+def test_mcnemar_exact_p_rejects_bad_counts(a_only, b_only, error, named):
+    with pytest.raises(error, match=named):
+        mcnemar_exact_p(a_only, b_only)
 
 
 def test_wilson_interval_at_zero_successes_is_zero_to_z2_over_n_plus_z2():
@@ -137,7 +173,18 @@ def test_repetitive_flags_follow_rlvmr_same_action_as_previous_step_and_no_state
     assert flags == [False, True, True, False, False, True, False, False, False, False, False, True]
     # the other measure counts the loop (9) and the repeated pairs (1, 2, 4, 5, 11)
     assert repeated_pair_flags(steps) == [
-        False, True, True, False, True, True, False, False, False, True, False, True
+        False,
+        True,
+        True,
+        False,
+        True,
+        True,
+        False,
+        False,
+        False,
+        True,
+        False,
+        True,
     ]
     s = episode_stats(steps, env="e", won=False, score=0.0)
     assert (s.repetitive_steps, s.repeated_pair_steps) == (4, 6)
@@ -147,9 +194,21 @@ def test_repetitive_flags_follow_rlvmr_same_action_as_previous_step_and_no_state
 
 
 def test_old_summaries_read_their_repetition_count_as_the_repeated_pair_count():
-    old = {"env": "e", "status": "ok", "won": False, "score": 0.0, "steps": 3, "total_steps": 3,
-           "invalid_steps": 0, "repetitive_steps": 2, "rejections": 0, "slow_thinking_calls": 0,
-           "llm_calls": 0.0, "llm_tokens": 0.0, "wall_s": 0.0}
+    old = {
+        "env": "e",
+        "status": "ok",
+        "won": False,
+        "score": 0.0,
+        "steps": 3,
+        "total_steps": 3,
+        "invalid_steps": 0,
+        "repetitive_steps": 2,
+        "rejections": 0,
+        "slow_thinking_calls": 0,
+        "llm_calls": 0.0,
+        "llm_tokens": 0.0,
+        "wall_s": 0.0,
+    }
     log = [step("look", "room"), step("look", "room"), step("look", "room")]
     new = upgrade_stats(old, log)
     assert (new["repeated_pair_steps"], new["repetitive_steps"]) == (2, 2)
@@ -230,10 +289,12 @@ def test_aggregate_equals_hand_computed_metrics():
     eps = [
         ep(True, 1.0, 4, invalid=0, rep=0, pair=1, rej=1, slow=0, calls=8, tokens=400, wall=2.0),
         ep(True, 1.0, 8, invalid=2, rep=1, pair=2, rej=3, slow=1, calls=16, tokens=800, wall=4.0),
-        ep(False, 0.5, 10, invalid=1, rep=4, pair=5, rej=0, slow=2, calls=20, tokens=1000,
-           wall=6.0),
-        ep(False, 0.0, 10, invalid=0, rep=5, pair=6, rej=0, slow=0, calls=20, tokens=1000,
-           wall=8.0),
+        ep(
+            False, 0.5, 10, invalid=1, rep=4, pair=5, rej=0, slow=2, calls=20, tokens=1000, wall=6.0
+        ),
+        ep(
+            False, 0.0, 10, invalid=0, rep=5, pair=6, rej=0, slow=0, calls=20, tokens=1000, wall=8.0
+        ),
         ep(False, 0.0, 3, invalid=3, status="error"),  # excluded everywhere
     ]
     m = aggregate(eps, seed=0)
