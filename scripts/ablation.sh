@@ -79,8 +79,8 @@ CELLS=(
   "alfworld-full-K1-guard-sim-env+task-N16|alfworld:pick_and_place|10|nesyfs|$FULL progress=env+task max_rejections=1 loop_guard=true num_particles=16"
   # session 9, SmolLM2 on llama-server (MODEL=openai:...): ReAct, and NeSyFS with the LM world
   # model (no oracle), the loop guard (its planner may not loop either) and the lm+rlvmr twist
-  "coin-react-llama-server|twx:coin|10|react|"
-  "coin-nesyfs-lm-guard-rlvmr-llama-server|twx:coin|10|nesyfs|loop_guard=true progress=lm+rlvmr"
+  "coin-react-llama-server|twx:coin|20|react|"
+  "coin-nesyfs-lm-guard-rlvmr-llama-server|twx:coin|20|nesyfs|loop_guard=true progress=lm+rlvmr"
 )
 want=("$@")
 for cell in "${CELLS[@]}"; do

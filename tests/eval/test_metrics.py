@@ -173,18 +173,7 @@ def test_repetitive_flags_follow_rlvmr_same_action_as_previous_step_and_no_state
     assert flags == [False, True, True, False, False, True, False, False, False, False, False, True]
     # the other measure counts the loop (9) and the repeated pairs (1, 2, 4, 5, 11)
     assert repeated_pair_flags(steps) == [
-        False,
-        True,
-        True,
-        False,
-        True,
-        True,
-        False,
-        False,
-        False,
-        True,
-        False,
-        True,
+        False, True, True, False, True, True, False, False, False, True, False, True
     ]
     s = episode_stats(steps, env="e", won=False, score=0.0)
     assert (s.repetitive_steps, s.repeated_pair_steps) == (4, 6)
@@ -194,21 +183,9 @@ def test_repetitive_flags_follow_rlvmr_same_action_as_previous_step_and_no_state
 
 
 def test_old_summaries_read_their_repetition_count_as_the_repeated_pair_count():
-    old = {
-        "env": "e",
-        "status": "ok",
-        "won": False,
-        "score": 0.0,
-        "steps": 3,
-        "total_steps": 3,
-        "invalid_steps": 0,
-        "repetitive_steps": 2,
-        "rejections": 0,
-        "slow_thinking_calls": 0,
-        "llm_calls": 0.0,
-        "llm_tokens": 0.0,
-        "wall_s": 0.0,
-    }
+    old = {"env": "e", "status": "ok", "won": False, "score": 0.0, "steps": 3, "total_steps": 3,
+           "invalid_steps": 0, "repetitive_steps": 2, "rejections": 0, "slow_thinking_calls": 0,
+           "llm_calls": 0.0, "llm_tokens": 0.0, "wall_s": 0.0}
     log = [step("look", "room"), step("look", "room"), step("look", "room")]
     new = upgrade_stats(old, log)
     assert (new["repeated_pair_steps"], new["repetitive_steps"]) == (2, 2)
@@ -289,12 +266,10 @@ def test_aggregate_equals_hand_computed_metrics():
     eps = [
         ep(True, 1.0, 4, invalid=0, rep=0, pair=1, rej=1, slow=0, calls=8, tokens=400, wall=2.0),
         ep(True, 1.0, 8, invalid=2, rep=1, pair=2, rej=3, slow=1, calls=16, tokens=800, wall=4.0),
-        ep(
-            False, 0.5, 10, invalid=1, rep=4, pair=5, rej=0, slow=2, calls=20, tokens=1000, wall=6.0
-        ),
-        ep(
-            False, 0.0, 10, invalid=0, rep=5, pair=6, rej=0, slow=0, calls=20, tokens=1000, wall=8.0
-        ),
+        ep(False, 0.5, 10, invalid=1, rep=4, pair=5, rej=0, slow=2, calls=20, tokens=1000,
+           wall=6.0),
+        ep(False, 0.0, 10, invalid=0, rep=5, pair=6, rej=0, slow=0, calls=20, tokens=1000,
+           wall=8.0),
         ep(False, 0.0, 3, invalid=3, status="error"),  # excluded everywhere
     ]
     m = aggregate(eps, seed=0)
