@@ -81,6 +81,9 @@ CELLS=(
   # model (no oracle), the loop guard (its planner may not loop either) and the lm+rlvmr twist
   "coin-react-llama-server|twx:coin|20|react|"
   "coin-nesyfs-lm-guard-rlvmr-llama-server|twx:coin|20|nesyfs|loop_guard=true progress=lm+rlvmr"
+  # session 10: the same agent with a one-particle, one-step slow thinker (a fresh LM draw
+  # among the actions that are not loops): what the guard does without the planner's weights
+  "coin-nesyfs-lm-guard-rlvmr-N1-H1-llama-server|twx:coin|20|nesyfs|loop_guard=true progress=lm+rlvmr num_particles=1 horizon=1"
 )
 want=("$@")
 for cell in "${CELLS[@]}"; do
