@@ -51,6 +51,7 @@ from typing import Any
 from smcplan.agents.beliefs import KGBelief
 from smcplan.agents.context import Context
 from smcplan.agents.llm_agent import Candidate, Decision, Judgement, LLMAgent
+from smcplan.agents.loop_guard import LoopGuard, PlanFollower, place_key
 from smcplan.agents.record import StepRecord
 from smcplan.agents.slow_thinking import SlowThinker, first_action_line, summarize
 from smcplan.errors import UnknownNameError
@@ -204,12 +205,8 @@ class NeSyFSAgent(LLMAgent):
         self.plan_skips = str(plan_skips)
         self.loop_guard = bool(loop_guard)
         self.follow_plan = bool(follow_plan)
-        # the rest of the followed plan: (expected observation, next action) pairs, in order
-        self._plan: list[tuple[str, str]] = []
-        # the loop guard's memory: (place or observation, action) executed -> did it fail
-        self._pairs: dict[tuple[str, str], bool] = {}
-        self._last_pair: tuple[str, str] | None = None
-        self._observations: set[str] = set()
+        self._follower = PlanFollower(self.follow_plan)
+        self._guard = LoopGuard()
         self._now = ""  # this step's observation, uncut
         if self.use_reflection and reflector is None:
             from smcplan.llm import Reflection
@@ -278,9 +275,8 @@ class NeSyFSAgent(LLMAgent):
 
     def on_reset(self, task: str, observation: str, admissible: list[str]) -> None:
         self._seen = Seen()
-        self._pairs, self._last_pair = {}, None
-        self._observations = {observation.strip()}
-        self._plan = []
+        self._guard.reset(observation)
+        self._follower.reset()
         self._observe(observation, None, {})
 
     def _observe(self, observation: str, action: str | None, info: dict[str, Any]) -> None:
@@ -302,27 +298,16 @@ class NeSyFSAgent(LLMAgent):
         decision = self._follow(observation, admissible, rec)
         if decision is None:
             decision = self._choose(ctx, observation, admissible, rec)
-        self._last_pair = (self._where(observation), decision.action)
-        self._pairs.setdefault(self._last_pair, False)
+        self._guard.executed(self._where(observation), decision.action)
         return decision
 
     def _remember_outcome(self, observation: str) -> None:
         """The loop guard's memory after the last step's ``observation`` (class docstring)."""
-        new = observation.strip() not in self._observations
-        self._observations.add(observation.strip())
-        if self._last_pair is None:
-            return
-        if self._seen.last_failed:
-            self._pairs[self._last_pair] = True
-        elif new:  # something changed here: what failed here may work now
-            where = self._last_pair[0]
-            for pair in [p for p, failed in self._pairs.items() if failed and p[0] == where]:
-                del self._pairs[pair]
+        self._guard.remember_outcome(observation, self._seen.last_failed)
 
     def _loops_here(self, observation: str, admissible: list[str]) -> list[str]:
         """The admissible actions that would repeat an executed step in this place."""
-        where = self._where(observation)
-        return [a for a in admissible if (where, a) in self._pairs]
+        return self._guard.loops_here(self._where(observation), admissible)
 
     def _choose(
         self, ctx: Context, observation: str, admissible: list[str], rec: StepRecord
@@ -345,7 +330,7 @@ class NeSyFSAgent(LLMAgent):
 
         if self.loop_guard and self.use_slow_thinking:
             first = fast([])
-            if (self._where(observation), first.action) in self._pairs:
+            if self._guard.repeats(self._where(observation), first.action):
                 # the fast module would repeat a step already taken in this place: a loop
                 rec.proposed(first.action, first.thought, first.logq, first.logp, first.source)
                 rec.rejected_proposal(
@@ -378,45 +363,22 @@ class NeSyFSAgent(LLMAgent):
     ) -> Decision | None:
         """The next action of the followed plan if the real observation is the imagined one
         (``follow_plan``), else ``None`` (and the plan is dropped)."""
-        if not self._plan:
+        step = self._follower.next_action(observation, admissible)
+        if step is None:
             return None
-        expected, action = self._plan.pop(0)
-        if observation.strip() != expected.strip() or action not in admissible:
-            self._plan = []
-            return None
+        action, left = step
         rec.executed = "planner"
         rec.extra["slow_thinking_reason"] = "plan"
-        left = len(self._plan)
         return Decision(
             action,
             f"following the slow thinker's plan: observation as imagined, next planned action "
             f"'{action}' ({left} more planned)",
         )
 
-    def _keep_plan(self, result: Any) -> None:
-        """Keep the imagined trajectory of the heaviest particle whose first action was chosen."""
-        self._plan = []
-        particles = list(getattr(result, "particles", None) or [])
-        if not self.follow_plan or not particles:
-            return
-        weights = [float(w) for w in result.log_weights]
-        best = None
-        for i, particle in enumerate(particles):
-            steps = getattr(particle, "steps", ())
-            if steps and steps[0][0] == result.action and (
-                best is None or weights[i] > weights[best]
-            ):
-                best = i
-        if best is None:
-            return
-        steps = particles[best].steps
-        # after executing a_k the real observation should be o_k; then a_{k+1} follows
-        self._plan = [(steps[k][1], steps[k + 1][0]) for k in range(len(steps) - 1)]
-
     def _where(self, observation: str) -> str:
         """The loop guard's notion of "here": the agent's place as the graph reads it (rooms,
         receptacles), else the observation text."""
-        return f"place:{self._seen.place}" if self._seen.place else observation
+        return place_key(observation, self._seen.place)
 
     def reflect(self, ctx: Context, cand: Candidate, rec: StepRecord) -> Judgement:
         """n reflection samples on ``cand``; accept iff the yes-fraction reaches the threshold."""
@@ -456,7 +418,7 @@ class NeSyFSAgent(LLMAgent):
             seen=self._seen,
         )
         summary = summarize(result)
-        self._keep_plan(result)
+        self._follower.keep(result)
         rec.planned(summary)
         rec.executed = "planner"
         action = str(result.action)
