@@ -55,10 +55,14 @@ class SeedRanges:
 def parse_seed_ranges(text: str) -> SeedRanges:
     """``"0,3,5-7"`` -> :class:`SeedRanges` without expanding the ranges."""
     ranges: list[range] = []
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"empty seed list {text!r}")
     for part in text.split(","):
         part = part.strip()
         if not part:
-            continue
+            raise argparse.ArgumentTypeError(
+                f"bad seed list {text!r}: an empty item between commas; use e.g. 0,3,5-7"
+            )
         match = _RANGE.fullmatch(part)
         if match and int(match[1]) <= int(match[2]):
             ranges.append(range(int(match[1]), int(match[2]) + 1))
@@ -109,10 +113,14 @@ class _Parser(argparse.ArgumentParser):
 def parse_seeds(text: str) -> list[int]:
     """``"0,3,5-7"`` -> ``[0, 3, 5, 6, 7]`` (ranges inclusive)."""
     seeds: list[int] = []
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"empty seed list {text!r}")
     for part in text.split(","):
         part = part.strip()
         if not part:
-            continue
+            raise argparse.ArgumentTypeError(
+                f"bad seed list {text!r}: an empty item between commas; use e.g. 0,3,5-7"
+            )
         match = _RANGE.fullmatch(part)
         try:
             if match:

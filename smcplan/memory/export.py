@@ -82,8 +82,10 @@ def from_json(data: dict[str, Any] | str, cls: type[S], source: str = "<data>") 
     """
     try:
         return _from_json(data, cls)
-    except KnowledgeGraphFormatError:
-        raise
+    except KnowledgeGraphFormatError as exc:
+        if str(exc).startswith(f"{source}: "):
+            raise
+        raise KnowledgeGraphFormatError(f"{source}: {exc}") from exc
     except (ValueError, KeyError, TypeError, AttributeError, IndexError, RecursionError) as exc:
         detail = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
         raise KnowledgeGraphFormatError(

@@ -13,7 +13,7 @@ from smcplan.eval.records import RunPaths
 
 ENVS = ["toy:tiger"] * 5 + ["toy:tigr", "", "twx:con", "nonsense", "toy:tiger,toy:tiger"]
 AGENTS = ["random"] * 4 + ["rnd", "", "react"]
-SEEDS = ["0", "0", "0-1", "3-1", "-1", "a", "1.5", "", ",", "0-99999999999"]
+SEEDS = ["0", "0", "0-1", "3-1", "-1", "a", "1.5", "", ",", "0-99999999999", "1,,2", "0,", ",0"]
 INTS = ["1", "2", "0", "-3", "x", "1.5", "", "99999999999999999999"]
 KVS = ["seed=1", "bogus=1", "x", "=1", "seed=[1,2]", "max_steps=2", "max_steps=-1", "max_steps=1.5"]
 MODELS = ["none", "smollm2-135m", ""]
@@ -112,6 +112,11 @@ def test_report_argument_lists(tmp_path, capsys, runs, resamples, seed):
             "agent 'random' takes no language model; drop --model smollm2-135m",
         ),
         (["--episodes", "0"], "argument --episodes: expected a positive integer, got 0"),
+        (
+            ["--seeds", "1,,2"],
+            "argument --seeds: bad seed list '1,,2': an empty item between commas",
+        ),
+        (["--seeds", "0,"], "argument --seeds: bad seed list '0,': an empty item between commas"),
     ],
 )
 def test_usage_errors_exit_2_with_one_line_and_write_nothing(tmp_path, capsys, argv, message):
@@ -250,3 +255,24 @@ def test_bad_slow_thinker_settings_exit_2_before_any_model_loads_or_file_is_writ
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and message in err, err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("seeds", ["1,,2", "0,", "3-1", "-1", "a", ""])
+def test_the_alfworld_generator_refuses_a_bad_seed_list_in_one_line(capsys, seeds):
+    from smcplan.envs.alfworld_gen.__main__ import main as generate
+
+    with pytest.raises(SystemExit) as stop:
+        generate(["--seeds", seeds, "--tasks", "pick_and_place"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and len(err.strip().splitlines()) == 1
+    assert f"argument --seeds: bad seed list {seeds!r}" in err
+
+
+def test_the_alfworld_generator_names_the_known_task_types(capsys):
+    from smcplan.envs.alfworld_gen.__main__ import main as generate
+
+    with pytest.raises(SystemExit) as stop:
+        generate(["--tasks", "pick_and_place,,bogus", "--seeds", "0"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and len(err.strip().splitlines()) == 1
+    assert "unknown task type(s) '', 'bogus'; known: pick_and_place," in err

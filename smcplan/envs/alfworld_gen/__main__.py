@@ -24,11 +24,30 @@ from smcplan.envs.alfworld_gen.scene import TASK_TYPES
 
 
 def _seeds(text: str) -> list[int]:
+    """``"0,3,5-7"`` -> ``[0, 3, 5, 6, 7]``; anything else (an empty item, a reversed or
+    negative range) is an argparse error (one line, exit 2)."""
     out: list[int] = []
     for part in text.split(","):
-        lo, _, hi = part.partition("-")
+        lo, dash, hi = part.strip().partition("-")
+        if not lo.isdigit() or (dash and not hi.isdigit()) or (dash and int(hi) < int(lo)):
+            raise argparse.ArgumentTypeError(
+                f"bad seed list {text!r}: use non-negative integers and inclusive ranges, "
+                "e.g. 0,3,5-7"
+            )
         out.extend(range(int(lo), int(hi or lo) + 1))
     return out
+
+
+def _tasks(text: str) -> list[str]:
+    """A comma-separated list of ALFWorld task types; an unknown or empty one is an argparse
+    error naming the known ones."""
+    tasks = [t.strip() for t in text.split(",")]
+    unknown = [t for t in tasks if t not in TASK_TYPES]
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown task type(s) {', '.join(map(repr, unknown))}; known: {', '.join(TASK_TYPES)}"
+        )
+    return tasks
 
 
 def _one(task: str, seed: int, split: str, cache_dir: str | None, replay: bool) -> dict[str, Any]:
@@ -62,10 +81,17 @@ def _one(task: str, seed: int, split: str, cache_dir: str | None, replay: bool) 
     return row
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors are one line on stderr and exit status 2 (no usage block)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m smcplan.envs.alfworld_gen")
-    parser.add_argument("--tasks", default=",".join(TASK_TYPES))
-    parser.add_argument("--seeds", default="0-2", help="e.g. 0-9 or 0,3,5-7")
+    parser = _Parser(prog="python -m smcplan.envs.alfworld_gen")
+    parser.add_argument("--tasks", type=_tasks, default=list(TASK_TYPES))
+    parser.add_argument("--seeds", type=_seeds, default=[0, 1, 2], help="e.g. 0-9 or 0,3,5-7")
     parser.add_argument("--split", default="all", choices=("all", "train", "test"))
     parser.add_argument("--cache-dir", default=None)
     parser.add_argument("--json", default=None, help="write the per-game rows here")
@@ -73,8 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     rows = []
-    for task in args.tasks.split(","):
-        for seed in _seeds(args.seeds):
+    for task in args.tasks:
+        for seed in args.seeds:
             row = _one(task, seed, args.split, args.cache_dir, not args.no_replay)
             rows.append(row)
             print(
@@ -91,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
                 flush=True,
             )
     print("\nper task type (fresh generations only for gen time)")
-    for task in args.tasks.split(","):
+    for task in args.tasks:
         sub = [r for r in rows if r["task_type"] == task]
         fresh = [r["generate_s"] for r in sub if not r["cached"]]
         lengths = [r["walkthrough_len"] for r in sub]
