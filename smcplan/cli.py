@@ -275,6 +275,8 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--no-viewer", action="store_true")
 
     sub.add_parser("list", help="list the registered agents and environments")
+    sub.add_parser("train", help="collect trajectories and train models (smcplan train --help)",
+                   add_help=False)
     return parser
 
 
@@ -425,6 +427,11 @@ def _show_warning(message: Any, category: type[Warning], *args: Any, **kwargs: A
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``smcplan`` console script (``SMCPLAN_DEBUG=1``: full tracebacks)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["train"]:  # its own parser (smcplan.train.cli)
+        from smcplan.train.cli import main as train_main
+
+        return train_main(argv[1:])
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
