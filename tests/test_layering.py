@@ -32,7 +32,7 @@ PACKAGE = ROOT / "smcplan"
 HOMES = {
     **dict.fromkeys(
         ("torch", "transformers", "outlines", "outlines_core", "bitsandbytes", "accelerate",
-         "tokenizers", "safetensors", "gguf"),
+         "tokenizers", "safetensors", "gguf", "trl", "peft", "datasets"),
         "llm",
     ),
     **dict.fromkeys(

@@ -36,6 +36,23 @@ def _dtype(dtype: Any, device: str, quantization: str | None):
     return getattr(torch, dtype)
 
 
+def _check_adapter_target(name_or_path: Any, quantization: str | None, adapter: Any) -> None:
+    from smcplan.llm.finetune.lora import FinetuneError, adapter_base
+
+    if isinstance(name_or_path, str) and name_or_path.startswith(("llamacpp:", "openai:")):
+        raise FinetuneError(
+            f"adapter= applies to in-process transformers models, not {name_or_path!r}: merge "
+            "the adapter and convert it to GGUF (smcplan.llm.finetune.to_gguf), or start "
+            "llama-server with --lora ADAPTER.gguf (docs/train.md)"
+        )
+    if quantization is not None:
+        raise FinetuneError(
+            f"adapter= with quantization={quantization!r} is not supported: merge the adapter "
+            "first (smcplan.llm.finetune.merge_adapter) and quantize the merged folder"
+        )
+    adapter_base(adapter)  # a missing or non-adapter folder is refused before any loading
+
+
 def load_model(
     name_or_path: str | os.PathLike[str] | None = None,
     quantization: str | None = None,
@@ -45,6 +62,7 @@ def load_model(
     threads: int | None = None,
     prefix_cache: bool = True,
     prefix_cache_bytes: int | None = None,
+    adapter: str | os.PathLike[str] | None = None,
     **remote: Any,
 ):
     """Load a causal LM and its tokenizer as a :class:`~smcplan.llm.lm.LanguageModel`.
@@ -66,14 +84,23 @@ def load_model(
     ``"openai:<base_url>#<model>"`` (e.g. ``"openai:http://127.0.0.1:8000/v1#smollm2-135m"``)
     connects to a serving engine instead (vLLM, SGLang, llama.cpp server) and returns a
     :class:`~smcplan.llm.remote.RemoteLanguageModel`; ``remote`` keywords (``engine``,
-    ``tokenizer``, ``timeout``, ``retries``, ``api_key``, ``window``) go to it. Quantisation,
+    ``tokenizer``, ``timeout``, ``retries``, ``api_key``, ``window``, ``slots``) go to it.
+    Quantisation,
     device and dtype are then the server's business and must be left unset (the engine keeps its own
     prefix cache; ``prefix_cache``/``prefix_cache_bytes`` apply to local models only).
 
     ``"llamacpp:<name or .gguf>"`` (``"llamacpp:"`` alone: the packaged SmolLM2 GGUF) runs the
     GGUF on llama.cpp in this process (:class:`~smcplan.llm.llamacpp_local.LlamaCppLanguageModel`;
     ``threads``, default 1, and the keywords ``n_ctx`` and ``tokenizer`` go to it).
+
+    ``adapter``: a PEFT LoRA adapter folder (:mod:`smcplan.llm.finetune`) applied to the loaded
+    transformers model and merged into its weights (:math:`W = W_0 + \frac{\alpha}{r}BA`), so
+    every code path (prefix cache included) runs a plain model.  Remote and llama.cpp models take
+    no adapter here: merge it and convert to GGUF (:func:`smcplan.llm.finetune.to_gguf`), or give
+    llama-server the converted adapter with ``--lora`` (docs/train.md).
     """
+    if adapter is not None:
+        _check_adapter_target(name_or_path, quantization, adapter)
     if isinstance(name_or_path, str) and name_or_path.startswith("llamacpp:"):
         from smcplan.llm.llamacpp_local import LlamaCppLanguageModel
 
@@ -154,12 +181,17 @@ def load_model(
         raise
     if quantization is None:
         model = model.to(device)
+    if adapter is not None:
+        from smcplan.llm.finetune.lora import load_adapter
+
+        model = load_adapter(model, adapter).merge_and_unload()
+        model.eval()
     if threads is None and device == "cpu" and model.num_parameters() < SMALL_MODEL_PARAMS:
         threads = 1
     return LanguageModel(
         model,
         tokenizer,
-        name=resolved.name,
+        name=resolved.name if adapter is None else f"{resolved.name}+{os.fspath(adapter)}",
         seed=seed,
         threads=threads,
         prefix_cache=prefix_cache,

@@ -1,0 +1,270 @@
+"""``smcplan train``: collect trajectories, run a trainer, score a world model.
+
+Examples::
+
+    smcplan train collect --env twx:coin --seeds 10000-10009 --source oracle --out runs/wm/dev.jsonl
+    smcplan train world-model --data runs/wm/dev.jsonl --out runs/wm/lora --max-steps 100
+    smcplan train evaluate --data runs/wm/test.jsonl --adapter runs/wm/lora/adapter \
+        --out runs/wm/score-lora.json
+
+Usage errors are one line on stderr with exit status 2; Ctrl-C (or SIGTERM) stops a trainer
+cleanly with exit 130 (143), the last checkpoint kept: rerun with ``--resume``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from smcplan.errors import SmcplanError
+
+__all__ = ["main", "build_parser"]
+
+_RANGE = re.compile(r"(\d+)\s*-\s*(\d+)")
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors are one line on stderr and exit status 2 (no usage block)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _seeds(text: str) -> list[int]:
+    out: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        match = _RANGE.fullmatch(part)
+        if match and int(match[1]) <= int(match[2]):
+            out += range(int(match[1]), int(match[2]) + 1)
+        elif part.isdigit():
+            out.append(int(part))
+        else:
+            raise argparse.ArgumentTypeError(
+                f"bad seed list {text!r}: use integers and inclusive ranges, e.g. 0,3,5-7"
+            )
+    return out
+
+
+def _count(minimum: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = minimum - 1
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {text!r}")
+        return value
+
+    return parse
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
+    return value
+
+
+def _kv(text: str) -> str:
+    if "=" not in text or not text.split("=", 1)[0].strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return text
+
+
+def _options(items: Sequence[str] | None) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items or ():
+        key, value = item.split("=", 1)
+        try:
+            out[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key.strip()] = value
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from smcplan.train.registry import trainer_names
+
+    parser = _Parser(prog="smcplan train", description="Collect trajectories and train models.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    co = sub.add_parser("collect", help="play episodes into a resumable JSONL shard")
+    co.add_argument("--env", required=True, help="environment name, e.g. twx:coin")
+    co.add_argument("--seeds", required=True, type=_seeds, help="e.g. 10000-10009")
+    co.add_argument("--source", default="oracle", choices=["oracle", "gold", "agent"])
+    co.add_argument("--agent", help="agent name for --source agent (e.g. react)")
+    co.add_argument("--agent-arg", action="append", type=_kv, metavar="KEY=VALUE")
+    co.add_argument("--env-arg", action="append", type=_kv, metavar="KEY=VALUE")
+    co.add_argument("--split", help="the env's seed fold (train, dev, test)")
+    co.add_argument("--model", help="language model of an LLM agent")
+    co.add_argument("--max-steps", type=_count(1), default=25)
+    co.add_argument("--out", required=True, help="the shard file (.jsonl)")
+    co.add_argument("--resume", action="store_true", help="skip episodes already in the shard")
+    co.add_argument("--no-progress", action="store_true")
+
+    ev = sub.add_parser("evaluate", help="next-observation exact match and token F1")
+    ev.add_argument("--data", required=True, action="append", type=Path, help="held-out shard")
+    ev.add_argument("--model", help="base model (default: the packaged SmolLM2)")
+    ev.add_argument("--adapter", type=Path, help="a LoRA adapter folder")
+    ev.add_argument("--depths", default="0", help="context depths, e.g. 0,1 (default 0)")
+    ev.add_argument("--limit", type=_count(1), help="at most this many examples (first ones)")
+    ev.add_argument("--max-new-tokens", type=_count(1), default=128)
+    ev.add_argument("--out", type=Path, help="write the score (and predictions) as JSON")
+    ev.add_argument("--no-progress", action="store_true")
+
+    for name in trainer_names():
+        tp = sub.add_parser(name, help=f"run the {name} trainer")
+        tp.add_argument("--data", action="append", type=Path, default=[], help="dataset file")
+        tp.add_argument("--out", required=True, type=Path, help="output folder")
+        tp.add_argument("--model", help="base model (registry name or folder)")
+        tp.add_argument("--resume", action="store_true", help="continue from the last checkpoint")
+        tp.add_argument("--seed", type=_count(0), default=0)
+        tp.add_argument("--max-steps", type=_count(1), help="optimizer steps (overrides epochs)")
+        tp.add_argument("--epochs", type=_positive_float)
+        tp.add_argument("--lr", type=_positive_float, help="learning rate")
+        tp.add_argument("--batch-size", type=_count(1))
+        tp.add_argument("--save-steps", type=_count(1), help="checkpoint every k steps")
+        tp.add_argument(
+            "--opt",
+            action="append",
+            type=_kv,
+            metavar="KEY=VALUE",
+            help="a trainer-specific option",
+        )
+        tp.add_argument("--no-progress", action="store_true")
+    return parser
+
+
+def _cmd_collect(args: argparse.Namespace) -> int:
+    from smcplan.train.collect import collect
+
+    env_kwargs = _options(args.env_arg)
+    if args.split:
+        env_kwargs.setdefault("split", args.split)
+    result = collect(
+        args.env,
+        args.seeds,
+        args.out,
+        source=args.source,
+        agent=args.agent,
+        agent_config=_options(args.agent_arg),
+        env_kwargs=env_kwargs,
+        split=args.split,
+        max_steps=args.max_steps,
+        model=args.model,
+        resume=args.resume,
+        progress=not args.no_progress,
+    )
+    print(
+        f"{result.path}: {result.played} episodes played ({result.won} won), "
+        f"{result.skipped} already there, {result.transitions} transitions, "
+        f"{result.seconds:.1f} s"
+    )
+    return 0
+
+
+def _depths(text: str) -> list[int]:
+    try:
+        return [int(d) for d in text.split(",")]
+    except ValueError:
+        raise SmcplanError(f"--depths must be integers such as 0,1; got {text!r}") from None
+
+
+def _cmd_evaluate(args: argparse.Namespace) -> int:
+    from smcplan.llm import load_model
+    from smcplan.train.data import read_shard
+    from smcplan.train.world_model import evaluate_world_model, world_model_examples
+
+    transitions = [t for path in args.data for t in read_shard(path).transitions]
+    examples = world_model_examples(transitions, _depths(args.depths))[: args.limit]
+    lm = load_model(args.model, adapter=args.adapter)
+    score = evaluate_world_model(
+        lm, examples, max_new_tokens=args.max_new_tokens, progress=not args.no_progress
+    )
+    line = (
+        f"n={score.n} exact={score.exact:.3f} [{score.exact_ci[0]:.3f}, "
+        f"{score.exact_ci[1]:.3f}] f1={score.f1:.3f} [{score.f1_ci[0]:.3f}, "
+        f"{score.f1_ci[1]:.3f}] {score.seconds:.0f} s"
+    )
+    print(line)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        body = {
+            "model": args.model,
+            "adapter": str(args.adapter) if args.adapter else None,
+            "data": [str(p) for p in args.data],
+            **score.to_dict(with_predictions=True),
+        }
+        args.out.write_text(json.dumps(body, indent=2), encoding="utf-8")
+    return 0
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    from smcplan.interrupts import stop_on_signals
+    from smcplan.train.registry import TrainRequest, trainer
+
+    entry = trainer(args.command)
+    request = TrainRequest(
+        trainer=args.command,
+        out=args.out,
+        data=list(args.data),
+        model=args.model,
+        resume=args.resume,
+        seed=args.seed,
+        max_steps=args.max_steps,
+        epochs=args.epochs,
+        learning_rate=args.lr,
+        batch_size=args.batch_size,
+        save_steps=args.save_steps,
+        progress=not args.no_progress,
+        options=_options(args.opt),
+    )
+    with stop_on_signals():
+        manifest = entry(request)
+    print(
+        f"{args.command}: {manifest.get('steps', '?')} steps -> {manifest.get('weights', args.out)}"
+    )
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``smcplan train ...`` (``argv`` without the leading ``train``)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    try:
+        if args.command == "collect":
+            return _cmd_collect(args)
+        if args.command == "evaluate":
+            return _cmd_evaluate(args)
+        return _cmd_train(args)
+    except KeyboardInterrupt as exc:
+        code = getattr(exc, "exit_code", 130)
+        out = getattr(args, "out", None)
+        print(
+            f"\nsmcplan train {args.command}: stopped; finished work under {out} is kept "
+            "(the last checkpoint, the finished episodes): rerun with --resume",
+            file=sys.stderr,
+        )
+        return code
+    except (SmcplanError, ValueError, FileNotFoundError, ImportError) as exc:
+        if os.environ.get("SMCPLAN_DEBUG"):
+            raise
+        print(f"smcplan train {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,287 @@
+"""Trajectories from any environment into a resumable JSONL shard (:mod:`smcplan.train.data`).
+
+Sources (``source=``):
+
+* ``"oracle"``: NeSyFS planning every step with the simulator world model (per-particle clones
+  of the real environment; ``ORACLE_CONFIG``, the ``make demo-oracle`` settings, wins coin
+  18/20).  An oracle: its actions are good, its observations are the environment's own.
+* ``"gold"``: the environment's gold action sequence (``env.gold_actions()``, where it has one).
+* ``"agent"``: any registered agent (``agent=``, ``agent_config=``), e.g. ReAct rollouts.
+
+Every transition stores what a planner particle at the root sees (task, real observation, the
+retrieved facts of a rule-extracted knowledge graph of the episode so far) and what happened
+(action, next observation, reward, done, won, score).  The shard's header records the git
+commit, env, split, seeds, source and configuration; with ``resume=True`` the episodes already
+finished in the shard are skipped, a torn interrupted episode is dropped, and a header that
+disagrees with the request is refused (:class:`CollectError`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from smcplan.errors import InvalidArgumentError, SmcplanError, check_int
+from smcplan.train.data import SHARD_SCHEMA, read_shard
+
+__all__ = ["ORACLE_CONFIG", "SOURCES", "CollectError", "CollectResult", "collect", "git_commit"]
+
+#: the ``make demo-oracle`` agent: NeSyFS, slow thinking every step, simulator world model
+ORACLE_CONFIG: dict[str, Any] = {
+    "world_model": "simulator",
+    "progress": "env+task",
+    "slow_thinking": "always",
+    "plan_proposal": "uniform",
+    "num_particles": 8,
+    "horizon": 3,
+    "lam": 3,
+    "choice": "max_weight",
+}
+SOURCES = ("oracle", "gold", "agent")
+#: header fields that must agree when a shard is resumed
+_IDENTITY = ("env", "env_kwargs", "split", "source", "agent", "agent_config", "max_steps")
+
+
+class CollectError(SmcplanError, ValueError):
+    """A collection request the collector cannot carry out (e.g. resuming a different shard)."""
+
+
+@dataclass
+class CollectResult:
+    """The shard written, the episodes played now and skipped (already in the shard), the
+    transitions added, the wins among the played episodes and the wall time."""
+
+    path: Path
+    played: int
+    skipped: int
+    transitions: int
+    won: int
+    seconds: float
+
+
+def git_commit(start: str | os.PathLike[str] | None = None) -> str | None:
+    """The current commit of the repository around ``start`` (default: this file), or None."""
+    where = Path(start) if start is not None else Path(__file__).resolve().parent
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=where, capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() or None if done.returncode == 0 else None
+
+
+def _episode_id(env: str, seed: int) -> str:
+    return f"{env}/{seed}"
+
+
+def _header(
+    env: str,
+    env_kwargs: dict[str, Any],
+    split: str | None,
+    seeds: Sequence[int],
+    source: str,
+    agent: str | None,
+    agent_config: dict[str, Any],
+    max_steps: int,
+    model: str | None,
+) -> dict[str, Any]:
+    return {
+        "kind": "header",
+        "schema": SHARD_SCHEMA,
+        "commit": git_commit(),
+        "env": env,
+        "env_kwargs": env_kwargs,
+        "split": split,
+        "seeds": list(seeds),
+        "source": source,
+        "agent": agent,
+        "agent_config": agent_config,
+        "max_steps": max_steps,
+        "model": model,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def _prepare(path: Path, header: dict[str, Any], resume: bool) -> set[str]:
+    """Start a fresh shard, or (resume) keep its finished episodes and return their ids."""
+    if path.exists() and not resume:
+        raise CollectError(f"{path} exists; pass --resume to continue it or choose another --out")
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(header) + "\n", encoding="utf-8")
+        return set()
+    shard = read_shard(path)
+    for key in _IDENTITY:
+        if shard.header.get(key) != header.get(key):
+            raise CollectError(
+                f"{path} was collected with {key}={shard.header.get(key)!r}, not "
+                f"{header.get(key)!r}; resume with the same settings or write a new --out"
+            )
+    if shard.partial:  # rewrite without the interrupted episode, atomically
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as handle:
+            handle.write(json.dumps(shard.header) + "\n")
+            for t in shard.transitions:
+                handle.write(json.dumps(t) + "\n")
+            for e in shard.episodes.values():
+                handle.write(json.dumps(e) + "\n")
+        os.replace(tmp, path)
+    return set(shard.episodes)
+
+
+def _policy(source: str, env: Any, agent: Any) -> Callable[[int, str, list[str], dict], str]:
+    if source == "gold":
+        gold = list(env.gold_actions())
+        return lambda t, obs, actions, info: gold[t] if t < len(gold) else "look"
+    return lambda t, obs, actions, info: agent.act(obs, actions, info).action
+
+
+def _play(
+    env: Any,
+    name: str,
+    seed: int,
+    source: str,
+    agent: Any,
+    max_steps: int,
+    write: Callable[[dict[str, Any]], None],
+) -> tuple[int, bool, float]:
+    from smcplan.memory import KnowledgeGraph
+
+    obs, info = env.reset(seed)
+    info = dict(info or {})
+    task = str(env.task)
+    actions = list(info.get("admissible_actions") or env.admissible_actions())
+    if agent is not None:
+        if getattr(agent, "needs_simulator", False):
+            agent.attach_simulator(env.clone, env)
+        agent.reset(task, obs, actions)
+    policy = _policy(source, env, agent)
+    kg = KnowledgeGraph()
+    kg.observe(obs, None, env_kind=name, step=0)
+    won, steps = False, 0
+    for t in range(max_steps):
+        facts = [list(f.as_tuple()) for f in kg.retrieve(task, 2, last_observation=obs, limit=24)]
+        action = policy(t, obs, actions, info)
+        result = env.step(action)
+        nxt, reward, done, next_info = result
+        next_info = dict(next_info or {})
+        won = bool(next_info.get("won", False))
+        write(
+            {
+                "kind": "transition",
+                "episode": _episode_id(name, seed),
+                "seed": seed,
+                "t": t,
+                "task": task,
+                "observation": obs,
+                "action": action,
+                "next_observation": nxt,
+                "reward": float(reward or 0.0),
+                "done": bool(done),
+                "won": won,
+                "score": float(next_info.get("score", 0.0) or 0.0),
+                "facts": facts,
+                "admissible": actions,
+            }
+        )
+        steps = t + 1
+        kg.observe(nxt, action, env_kind=name, step=t + 1)
+        obs, info = nxt, next_info
+        actions = [] if done else list(info.get("admissible_actions") or env.admissible_actions())
+        if done:
+            break
+    score = float(info.get("score", 0.0) or 0.0)
+    if agent is not None:
+        agent.end_episode(won, score)
+    return steps, won, score
+
+
+def collect(
+    env: str,
+    seeds: Sequence[int],
+    out: str | os.PathLike[str],
+    *,
+    source: str = "oracle",
+    agent: str | None = None,
+    agent_config: dict[str, Any] | None = None,
+    env_kwargs: dict[str, Any] | None = None,
+    split: str | None = None,
+    max_steps: int = 25,
+    model: str | None = None,
+    resume: bool = False,
+    progress: bool = True,
+) -> CollectResult:
+    """Play ``seeds`` of ``env`` with ``source``'s policy and append them to the shard ``out``.
+
+    ``model``: the language model of an LLM agent (registry name or folder); the oracle needs
+    none and gets the tiny test model, which it never calls (its proposal is uniform and its
+    twist reads the simulator).
+    """
+    from smcplan import agents, envs
+
+    if source not in SOURCES:
+        raise InvalidArgumentError(f"unknown source {source!r}; known: {', '.join(SOURCES)}")
+    max_steps = check_int(max_steps, "max_steps", minimum=1)
+    seeds = [check_int(s, "seed", minimum=0) for s in seeds]
+    if not seeds:
+        raise InvalidArgumentError("seeds is empty; give at least one episode seed")
+    if source == "oracle":
+        agent, agent_config = "nesyfs", {**ORACLE_CONFIG, **(agent_config or {})}
+    elif source == "agent" and not agent:
+        raise InvalidArgumentError("source='agent' needs agent= (e.g. 'react' or 'random')")
+    elif source == "gold":
+        agent, agent_config = None, {}
+    agent_config = dict(agent_config or {})
+    env_kwargs = dict(env_kwargs or ({"split": split} if split else {}))
+    path = Path(out)
+    header = _header(env, env_kwargs, split, seeds, source, agent, agent_config, max_steps, model)
+    done_ids = _prepare(path, header, resume)
+    todo = [s for s in seeds if _episode_id(env, s) not in done_ids]
+    lm = None
+    if agent is not None and agents.uses_model(agent):
+        from smcplan.llm import load_model
+        from smcplan.llm.testing import tiny_model
+
+        lm = tiny_model() if source == "oracle" and model is None else load_model(model)
+    from tqdm import tqdm
+
+    t0, played, transitions, wins = time.perf_counter(), 0, 0, 0
+    handle_env = envs.make(env, **env_kwargs)
+    try:
+        with open(path, "a", encoding="utf-8") as handle:
+
+            def write(record: dict[str, Any]) -> None:
+                handle.write(json.dumps(record) + "\n")
+                handle.flush()
+
+            for seed in tqdm(todo, desc=f"collect {env}", unit="ep", disable=not progress):
+                actor = None
+                if agent is not None:
+                    opts = dict(agent_config)
+                    if agents.spec(agent).seed:
+                        opts["seed"] = seed
+                    actor = agents.make(agent, lm=lm, **opts)
+                steps, won, score = _play(handle_env, env, seed, source, actor, max_steps, write)
+                write(
+                    {
+                        "kind": "episode",
+                        "episode": _episode_id(env, seed),
+                        "seed": seed,
+                        "won": won,
+                        "steps": steps,
+                        "score": score,
+                    }
+                )
+                played, transitions, wins = played + 1, transitions + steps, wins + int(won)
+    finally:
+        handle_env.close()
+    return CollectResult(
+        path, played, len(seeds) - len(todo), transitions, wins, time.perf_counter() - t0
+    )

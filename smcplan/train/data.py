@@ -1,0 +1,193 @@
+"""Dataset files of the trainers: trajectory shards and SFT example files (JSONL), read strictly.
+
+A **shard** (written by :mod:`smcplan.train.collect`) is one JSON object per line:
+
+* line 1, ``{"kind": "header", "schema": SHARD_SCHEMA, ...}``: the git commit, env, split,
+  seeds, source and agent configuration it was collected with;
+* ``{"kind": "transition", "episode", "seed", "t", "task", "observation", "action",
+  "next_observation", "reward", "done", "won", "score", "facts"}``: one real step, ``facts`` the
+  retrieved knowledge-graph facts ``[[s, p, o], ...]`` before the action;
+* ``{"kind": "episode", "episode", "seed", "won", "score", "steps"}``: the episode finished;
+  transitions of an episode without this line are an interrupted episode (dropped on resume).
+
+An **example file** holds ``{"prompt", "completion"}`` objects (the SFT input).
+
+Training data must not be silently damaged: unlike the run reader of :mod:`smcplan.eval.records`
+(which skips a torn line of a log), any bad line raises :class:`DatasetLineError` naming
+``file:line``, what is wrong and the fix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from smcplan.errors import SmcplanError
+
+__all__ = [
+    "SHARD_SCHEMA",
+    "DatasetLineError",
+    "Shard",
+    "iter_objects",
+    "read_shard",
+    "read_examples",
+    "TRANSITION_FIELDS",
+]
+
+SHARD_SCHEMA = "smcplan.train.shard/1"
+
+#: required fields of a transition line and their JSON types
+TRANSITION_FIELDS: dict[str, tuple[type, ...]] = {
+    "episode": (str,),
+    "seed": (int,),
+    "t": (int,),
+    "task": (str,),
+    "observation": (str,),
+    "action": (str,),
+    "next_observation": (str,),
+    "reward": (int, float),
+    "done": (bool,),
+    "won": (bool,),
+    "facts": (list,),
+}
+EPISODE_FIELDS: dict[str, tuple[type, ...]] = {
+    "episode": (str,),
+    "seed": (int,),
+    "won": (bool,),
+    "steps": (int,),
+}
+EXAMPLE_FIELDS: dict[str, tuple[type, ...]] = {"prompt": (str, list), "completion": (str, list)}
+
+
+class DatasetLineError(SmcplanError, ValueError):
+    """A line of a dataset file is not what the trainer reads; the message is
+    ``file:line: problem; fix: ...``."""
+
+    def __init__(self, path: str | os.PathLike[str], line: int, problem: str, fix: str) -> None:
+        super().__init__(f"{os.fspath(path)}:{line}: {problem}; fix: {fix}")
+        self.path, self.line = os.fspath(path), line
+
+
+@dataclass
+class Shard:
+    """A read shard: its ``header``, the ``transitions`` of finished episodes, the ``episodes``
+    (end lines by id) and the ``partial`` transitions of an unfinished episode."""
+
+    header: dict[str, Any]
+    transitions: list[dict[str, Any]] = field(default_factory=list)
+    episodes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    partial: list[dict[str, Any]] = field(default_factory=list)
+
+
+def iter_objects(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` for every non-blank line; a line that is not a JSON object
+    raises :class:`DatasetLineError`."""
+    p = Path(path)
+    if not p.is_file():
+        raise DatasetLineError(
+            p, 0, "no such file", "pass a file written by `smcplan train collect`"
+        )
+    with open(p, encoding="utf-8") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            try:
+                obj = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise DatasetLineError(
+                    p,
+                    number,
+                    f"not valid JSON ({exc.msg} at column {exc.colno})",
+                    "repair or delete the line (a torn last line: rerun collect with --resume)",
+                ) from None
+            if not isinstance(obj, dict):
+                raise DatasetLineError(
+                    p,
+                    number,
+                    f"expected a JSON object, got {type(obj).__name__}",
+                    "each line must be one {...} record",
+                )
+            yield number, obj
+
+
+def _check(
+    path: Path, number: int, obj: dict[str, Any], fields: dict[str, tuple[type, ...]], what: str
+) -> None:
+    for name, types in fields.items():
+        if name not in obj:
+            raise DatasetLineError(
+                path,
+                number,
+                f"{what} lacks the field {name!r}",
+                f"every {what} line needs {', '.join(fields)}",
+            )
+        value = obj[name]
+        bad_bool = isinstance(value, bool) and bool not in types
+        if bad_bool or not isinstance(value, types):
+            names = " or ".join(t.__name__ for t in types)
+            raise DatasetLineError(
+                path,
+                number,
+                f"{what} field {name!r} must be {names}; got {value!r:.60}",
+                f"write {name!r} as {names}",
+            )
+
+
+def read_shard(path: str | os.PathLike[str]) -> Shard:
+    """Read and check a trajectory shard (format above)."""
+    p = Path(path)
+    shard: Shard | None = None
+    open_: dict[str, list[dict[str, Any]]] = {}
+    for number, obj in iter_objects(p):
+        kind = obj.get("kind")
+        if shard is None:
+            if kind != "header" or obj.get("schema") != SHARD_SCHEMA:
+                raise DatasetLineError(
+                    p,
+                    number,
+                    f"the first record must be the shard header (schema "
+                    f"{SHARD_SCHEMA!r}); got kind={kind!r}",
+                    "collect the shard with `smcplan train collect`",
+                )
+            shard = Shard(header=obj)
+            continue
+        if kind == "transition":
+            _check(p, number, obj, TRANSITION_FIELDS, "transition")
+            open_.setdefault(obj["episode"], []).append(obj)
+        elif kind == "episode":
+            _check(p, number, obj, EPISODE_FIELDS, "episode")
+            shard.episodes[obj["episode"]] = obj
+            shard.transitions += open_.pop(obj["episode"], [])
+        else:
+            raise DatasetLineError(
+                p,
+                number,
+                f"unknown record kind {kind!r}",
+                "kind must be 'transition' or 'episode' after the header",
+            )
+    if shard is None:
+        raise DatasetLineError(
+            p, 1, "the file is empty (no header)", "collect the shard with `smcplan train collect`"
+        )
+    shard.partial = [t for rows in open_.values() for t in rows]
+    return shard
+
+
+def read_examples(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """Read an SFT example file: ``{"prompt", "completion"}`` per line, both non-empty."""
+    p = Path(path)
+    rows = []
+    for number, obj in iter_objects(p):
+        _check(p, number, obj, EXAMPLE_FIELDS, "example")
+        if not obj["completion"]:
+            raise DatasetLineError(
+                p, number, "the completion is empty", "drop the line or give the expected answer"
+            )
+        rows.append({"prompt": obj["prompt"], "completion": obj["completion"]})
+    if not rows:
+        raise DatasetLineError(p, 1, "no examples in the file", "build examples first")
+    return rows
