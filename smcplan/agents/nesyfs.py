@@ -26,7 +26,8 @@ Slow-thinking options (fixed names, DESIGN.md; also ``smcplan eval --agent-arg K
 * ``world_model="lm"`` (the model predicts observations) or ``"simulator"`` (each particle steps
   its own ``clone()`` of the environment, which the eval harness hands over through
   :meth:`NeSyFSAgent.attach_simulator`: an **oracle** world model, labelled so in run configs and
-  report rows).
+  report rows), or ``"learned"`` with ``world_model_path=DIR/adapter`` (a model fine-tuned on
+  environment transitions by ``smcplan train world-model``; not an oracle).
 * ``progress="lm" | "env" | "rlvmr" | "novelty"`` or a ``+``-sum such as ``"env+novelty"``
   (:mod:`smcplan.planning.progress`); ``plan_proposal="lm" | "uniform"``; ``tie_break``.
 
@@ -90,6 +91,8 @@ class NeSyFSAgent(LLMAgent):
     slow_thinking, world_model, progress, plan_proposal, tie_break
         When the planner runs and with what (module docstring; defaults ``"after_rejections"``,
         ``"lm"``, ``"lm"``, ``"lm"``, ``"proposal"``).
+    world_model_path
+        The learned world model's adapter or model folder (``world_model="learned"`` only).
     planner_config, retrieval
         A whole :class:`~smcplan.planning.PlannerConfig` (the keyword settings override it) and
         the graph retrieval :class:`~smcplan.planning.Retrieval` (default: ``kg_hops`` and
@@ -157,6 +160,7 @@ class NeSyFSAgent(LLMAgent):
         reflection: bool = True,
         slow_thinking: str | bool = "after_rejections",
         world_model: str | None = None,
+        world_model_path: str | None = None,
         progress: str | None = None,
         plan_proposal: str | None = None,
         tie_break: str | None = None,
@@ -233,6 +237,7 @@ class NeSyFSAgent(LLMAgent):
             rollout_discount=rollout_discount,
             rollout_policy=rollout_policy,
             world_model=world_model,
+            world_model_path=world_model_path,
             progress=progress,
             proposal=plan_proposal,
             tie_break=tie_break,

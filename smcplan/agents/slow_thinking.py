@@ -11,7 +11,8 @@ the settings once per agent (a :class:`~smcplan.planning.PlannerConfig` and a
 own triplet extractor (so imagined observations are read the way real ones are), what the
 episode has seen (:class:`~smcplan.planning.progress.Seen`, for the novelty and rlvmr twists)
 and, with ``world_model="simulator"``, the clone factory the harness gave the agent (an oracle
-world model).
+world model); ``world_model="learned"`` loads the trained model at ``world_model_path`` once
+(:mod:`smcplan.planning.learned`) for the observation role.
 
 Without a graph (the ``context="history"`` / ``"belief"`` ablations) the particles carry the
 current observation and their imagined steps only.
@@ -82,6 +83,12 @@ class SlowThinker:
                 proposer = ActionProposal(lm, temperature=1.0, think=False)
             if observation_model is None and cfg.world_model == "lm":
                 observation_model = ObservationModel(lm, max_new_tokens=cfg.observation_tokens)
+        if observation_model is None and cfg.world_model == "learned":
+            from smcplan.planning.learned import learned_observation_model
+
+            observation_model = learned_observation_model(
+                cfg.world_model_path, cfg.observation_tokens, like=lm
+            )
             if progress_model is None and "lm" in parse_progress(cfg.progress):
                 progress_model = ProgressModel(lm)
         self.proposer = proposer

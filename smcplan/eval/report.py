@@ -64,6 +64,7 @@ def load_run(path: str | os.PathLike[str], *, seed: int = 0, num_resamples: int 
 def variant(config: dict[str, Any]) -> str:
     """What of the agent's configuration a reader must see in its label: ``"oracle world model"``
     when slow thinking steps clones of the real environment (``world_model="simulator"``),
+    ``"learned world model"`` for a trained one (``world_model="learned"``; not an oracle),
     ``"free"`` for free-form
     actions (``action_mode="free"``), ``"guided"`` for RLVMR with its process rewards used as an
     inference-time guide (``guidance`` or ``tag_guidance`` > 0; the paper's inference has none),
@@ -73,6 +74,8 @@ def variant(config: dict[str, Any]) -> str:
     parts = []
     if config.get("oracle_world_model") or agent_config.get("world_model") == "simulator":
         parts.append("oracle world model")
+    elif agent_config.get("world_model") == "learned":
+        parts.append("learned world model")
     if str(agent_config.get("action_mode", "admissible")) == "free":
         parts.append("free")
     agent = str(ident.get("agent", ""))

@@ -33,8 +33,11 @@ __all__ = [
 ]
 
 #: ``"lm"``: the language model predicts each particle's next observation; ``"simulator"``: each
-#: particle steps its own ``clone()`` of the environment (an oracle world model).
-WORLD_MODELS = ("lm", "simulator")
+#: particle steps its own ``clone()`` of the environment (an oracle world model); ``"learned"``:
+#: a model fine-tuned on environment transitions (``world_model_path``: a LoRA adapter folder or
+#: a merged transformers folder, :mod:`smcplan.train.world_model`) predicts them, in the same
+#: prompt as ``"lm"`` (not an oracle: it never sees the environment at planning time).
+WORLD_MODELS = ("lm", "simulator", "learned")
 #: Progress twists; a sum is written with ``+`` (``"env+novelty"``).
 PROGRESS = ("lm", "env", "rlvmr", "novelty", "task")
 #: The planner's action proposal: the language model over each particle's admissible actions,
@@ -78,6 +81,8 @@ class PlannerConfig(NamedTuple):
     ``ess_threshold`` :math:`\kappa` (1.0: resample before every step, the paper's rule);
     ``choice`` ``"sample"`` (:math:`j\sim\mathrm{Cat}(W^H)`) or ``"max_weight"``; ``tie_break``
     (:data:`TIE_BREAKS`, ``"proposal"``); ``world_model`` (:data:`WORLD_MODELS`, ``"lm"``);
+    ``world_model_path`` (the learned world model's adapter or model folder; only with
+    ``world_model="learned"``);
     ``progress`` (:data:`PROGRESS` or a ``+``-sum, ``"lm"``); ``proposal`` (:data:`PROPOSALS`,
     ``"lm"``); ``observation_tokens`` bounds each predicted observation of the LM world model;
     ``rollouts`` M (0: off), ``rollout_steps`` R (25) and ``rollout_discount`` :math:`\gamma`
@@ -103,6 +108,7 @@ class PlannerConfig(NamedTuple):
     rollout_steps: int = 25
     rollout_discount: float = 0.95
     rollout_policy: str = "uniform"
+    world_model_path: str | None = None
 
     def validated(self) -> PlannerConfig:
         """``self`` after checking every field (errors name the value and the valid ones)."""
@@ -124,6 +130,19 @@ class PlannerConfig(NamedTuple):
         if self.world_model not in WORLD_MODELS:
             raise PlanningError(
                 f"unknown world_model {self.world_model!r}; known: {', '.join(WORLD_MODELS)}"
+            )
+        learned = self.world_model == "learned"
+        path = self.world_model_path
+        if learned and (not isinstance(path, str) or not path.strip()):
+            raise PlanningError(
+                "world_model='learned' needs world_model_path= the adapter or model folder "
+                "written by `smcplan train world-model --out DIR` (DIR/adapter); got "
+                f"{path!r}"
+            )
+        if not learned and path is not None:
+            raise PlanningError(
+                f"world_model_path={path!r} is the learned world model's folder; it needs "
+                f"world_model='learned' (got world_model={self.world_model!r})"
             )
         if self.proposal not in PROPOSALS:
             raise PlanningError(

@@ -281,6 +281,8 @@ def plan_text(
     (:class:`~smcplan.planning.config.Retrieval`).
 
     * ``world_model="lm"``: observations predicted by the model (``observation_model``);
+      ``"learned"``: by the fine-tuned model at ``world_model_path`` (same role and prompt;
+      :mod:`smcplan.planning.learned`);
       ``"simulator"``: each particle steps its own copy made by ``simulator`` (a clone factory,
       e.g. ``env.clone``; an **oracle**, :mod:`smcplan.planning.simulator`).
     * ``progress``: ``"lm"`` (the model's Yes/No judge, seeing the particle's retrieved graph and
@@ -337,6 +339,10 @@ def plan_text(
     if twist is None and "env" in names and not simulated:
         raise PlanningError("progress 'env' reads the score from the simulator; it needs world_model='simulator'")
     wants_lm_progress = twist is None and "lm" in names
+    if cfg.world_model == "learned" and observation_model is None:
+        from smcplan.planning.learned import learned_observation_model
+
+        observation_model = learned_observation_model(cfg.world_model_path, cfg.observation_tokens, like=lm)
     needs_lm = (
         (cfg.proposal == "lm" and proposer is None) or (not simulated and observation_model is None)
         or (wants_lm_progress and progress_model is None)
@@ -377,6 +383,8 @@ def plan_text(
             world.close()
     result.config.update({"world_model_kind": cfg.world_model, "progress": cfg.progress, "proposal_kind": cfg.proposal,
                           "oracle": simulated})
+    if cfg.world_model_path is not None:
+        result.config["world_model_path"] = cfg.world_model_path
     if simulated:
         result.config["clones"] = world.clones
     if cfg.rollouts:

@@ -1,0 +1,77 @@
+"""Fixtures of the training tests: offline, one CPU thread, the tiny model, small shards."""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+
+import pytest
+
+os.environ.setdefault("TORCH_COMPILE_DISABLE", "1")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+TASK = "Your task is to find the coin. Once you find the coin, take it."
+OBS = [
+    "You are in the kitchen. You see a fridge that is closed. To the West you see the hallway.",
+    "You are in the hallway. You see a coin. To the East you see the kitchen.",
+    "You take the coin.",
+]
+ACTIONS = ["move west", "take coin"]
+
+
+def write_shard(path, episodes=(10000,), partial=None):
+    """A valid shard with one two-step episode per seed (and a torn episode ``partial``)."""
+    from smcplan.train.data import SHARD_SCHEMA
+
+    lines = [{"kind": "header", "schema": SHARD_SCHEMA, "env": "twx:coin", "seeds": list(episodes)}]
+    for seed in [*episodes, *([partial] if partial is not None else [])]:
+        for t, action in enumerate(ACTIONS):
+            lines.append(
+                {
+                    "kind": "transition",
+                    "episode": f"twx:coin/{seed}",
+                    "seed": seed,
+                    "t": t,
+                    "task": TASK,
+                    "observation": OBS[t],
+                    "action": action,
+                    "next_observation": OBS[t + 1],
+                    "reward": float(t == 1),
+                    "done": t == 1,
+                    "won": t == 1,
+                    "score": float(t == 1),
+                    "facts": [["agent", "in", "kitchen" if t == 0 else "hallway"]],
+                }
+            )
+        if seed != partial:
+            lines.append(
+                {
+                    "kind": "episode",
+                    "episode": f"twx:coin/{seed}",
+                    "seed": seed,
+                    "won": True,
+                    "steps": 2,
+                    "score": 1.0,
+                }
+            )
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def shard(tmp_path):
+    return write_shard(tmp_path / "shard.jsonl", episodes=(10000, 10001))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_java_process_left_behind():
+    yield
+    try:
+        from smcplan.envs._jvm import live_pids
+    except ImportError:
+        return
+    gc.collect()
+    assert not live_pids(), f"JVMs still running after the train tests: {sorted(live_pids())}"

@@ -1,0 +1,69 @@
+"""The trainer registry and ``smcplan train``: typed errors, one-line usage errors (exit 2)."""
+
+from __future__ import annotations
+
+import pytest
+
+from smcplan.errors import UnknownNameError
+from smcplan.train import registry
+from smcplan.train.cli import main as train_main
+
+
+def test_the_registry_names_the_four_trainers():
+    assert registry.trainer_names() == ["cold-start", "critic", "grpo-mr", "world-model"]
+    from smcplan.train.world_model import run
+
+    assert registry.trainer("world-model") is run
+
+
+def test_an_unknown_trainer_lists_the_known_names():
+    with pytest.raises(UnknownNameError) as info:
+        registry.trainer("ppo")
+    message = str(info.value)
+    assert "unknown trainer 'ppo'" in message
+    assert all(name in message for name in registry.trainer_names())
+
+
+def test_a_registered_trainer_whose_module_is_missing_is_a_typed_error(monkeypatch):
+    monkeypatch.setitem(registry.TRAINERS, "later", "smcplan.train.not_written_yet:run")
+    with pytest.raises(registry.TrainerUnavailable, match="not_written_yet does not exist"):
+        registry.trainer("later")
+    monkeypatch.setitem(registry.TRAINERS, "later", "smcplan.train.registry:no_such_function")
+    with pytest.raises(registry.TrainerUnavailable, match="no function 'no_such_function'"):
+        registry.trainer("later")
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["ppo", "--out", "x"], "invalid choice: 'ppo'"),
+        (["world-model", "--out", "x", "--max-steps", "0"], "--max-steps: must be an integer"),
+        (["world-model", "--out", "x", "--lr", "nan"], "--lr: must be a finite number > 0"),
+        (["world-model", "--out", "x", "--seed", "-1"], "--seed: must be an integer >= 0"),
+        (["world-model", "--out", "x", "--opt", "noequals"], "expected KEY=VALUE"),
+        (["world-model"], "the following arguments are required: --out"),
+        (["collect", "--env", "twx:coin", "--seeds", "1-x", "--out", "s.jsonl"], "bad seed list"),
+        (
+            ["collect", "--env", "twx:coin", "--seeds", "1", "--out", "s", "--source", "x"],
+            "invalid choice: 'x'",
+        ),
+        (["world-model", "--out", "x"], "world-model needs --data SHARD"),
+        (
+            ["world-model", "--out", "x", "--data", "d.jsonl", "--opt", "lr2=1"],
+            "unknown option 'lr2' for trainer 'world-model'",
+        ),
+    ],
+)
+def test_bad_flags_exit_2_with_one_line(argv, needle, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert train_main(argv) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1, err
+
+
+def test_the_main_cli_delegates_train(capsys):
+    from smcplan.cli import main
+
+    assert main(["train", "world-model", "--out", "x", "--max-steps", "-3"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("smcplan train world-model: error: argument --max-steps")

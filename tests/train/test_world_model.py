@@ -1,0 +1,103 @@
+"""The learned world model: examples in the planner's prompt, scoring, training, planning."""
+
+from __future__ import annotations
+
+import pytest
+
+from smcplan.memory import KnowledgeGraph
+from smcplan.planning import PlannerConfig, PlanningError, Retrieval
+from smcplan.planning.text_components import TextParticle
+from smcplan.train.data import read_shard
+from smcplan.train.world_model import (
+    context_text,
+    exact_match,
+    token_f1,
+    train_world_model,
+    world_model_examples,
+)
+
+from .conftest import ACTIONS, OBS, TASK
+
+
+def test_the_context_is_the_planner_particles_own():
+    steps = ((ACTIONS[0], OBS[1]),)
+    assert context_text(TASK, [], OBS[0], steps) == TextParticle(
+        kg=None, root_observation=OBS[0], steps=steps
+    ).context(TASK)
+    kg = KnowledgeGraph()
+    kg.observe(OBS[0], None, env_kind="twx", step=0)
+    particle = TextParticle(kg=kg, root_observation=OBS[0])
+    facts = particle.facts(TASK, Retrieval())
+    assert facts and context_text(TASK, facts, OBS[0]) == particle.context(TASK)
+
+
+def test_examples_are_the_observation_roles_prompt(shard):
+    from smcplan.llm.templates import load_role
+
+    transitions = read_shard(shard).transitions
+    examples = world_model_examples(transitions, depths=(0, 1))
+    # per episode: 2 steps at depth 0, 1 at depth 1
+    assert len(examples) == 2 * 3
+    deep = [ex for ex in examples if ex["depth"] == 1][0]
+    first = transitions[0]
+    context = context_text(TASK, first["facts"], OBS[0], [(ACTIONS[0], OBS[1])])
+    assert deep["prompt"] == load_role("observation").messages(context=context, action=ACTIONS[1])
+    assert deep["completion"] == OBS[2]
+
+
+def test_exact_match_and_token_f1():
+    assert exact_match("You  take the Coin.", "you take the coin.")
+    assert not exact_match("you take the coin", "you take the coin.")
+    assert token_f1("a b c", "a b c") == 1.0 and token_f1("", "") == 1.0
+    assert token_f1("x", "a b") == 0.0
+    # c = 2 common tokens, |P| = 3, |T| = 2: F1 = 2c / (|P| + |T|) = 4/5
+    assert token_f1("the coin here", "the coin") == pytest.approx(4 / 5)
+
+
+def test_the_learned_world_model_needs_its_path():
+    with pytest.raises(PlanningError, match="needs world_model_path="):
+        PlannerConfig(world_model="learned").validated()
+    with pytest.raises(PlanningError, match="needs world_model='learned'"):
+        PlannerConfig(world_model_path="runs/wm/adapter").validated()
+    assert PlannerConfig(world_model="learned", world_model_path="x").validated()
+
+
+def test_train_then_plan_with_the_learned_world_model(shard, tmp_path):
+    from smcplan.llm.finetune import SFTSettings
+    from smcplan.llm.testing import tiny_model_path
+    from smcplan.planning import plan
+
+    out = tmp_path / "wm"
+    manifest = train_world_model(
+        [shard],
+        out,
+        model=str(tiny_model_path()),
+        settings=SFTSettings(max_steps=2, batch_size=2, save_steps=2, threads=1, progress=False),
+    )
+    assert manifest["steps"] == 2 and manifest["examples"] == 6
+    assert (out / "adapter" / "adapter_config.json").is_file()
+    assert (out / "train.json").is_file() and (out / "examples.jsonl").is_file()
+    result = plan(
+        TASK,
+        None,
+        ["move west", "move east"],
+        observation=OBS[0],
+        key=0,
+        num_particles=2,
+        horizon=1,
+        world_model="learned",
+        world_model_path=str(out / "adapter"),
+        proposal="uniform",
+        progress="novelty",
+        observation_tokens=4,
+    )
+    assert result.action in ("move west", "move east")
+    assert result.config["world_model_kind"] == "learned" and result.config["oracle"] is False
+    assert result.config["world_model_path"] == str(out / "adapter")
+
+
+def test_a_learned_world_model_is_not_labelled_an_oracle():
+    from smcplan.eval.report import variant
+
+    config = {"identity": {"agent": "nesyfs", "agent_config": {"world_model": "learned"}}}
+    assert variant(config) == "learned world model"
