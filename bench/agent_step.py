@@ -1,7 +1,16 @@
-"""Agent-loop throughput: ReAct, NeSyFS and RLAW steps with the prefix KV cache off and on.
+"""Agent-loop throughput: ReAct, NeSyFS and RLAW steps, two modes side by side: the prefix KV
+cache off and on (``--compare cache``, in-process transformers), or llama-server with one slot
+against P slots (``--compare parallel``: batched decoding of the n votes and N particles).
 
     nice -n 10 .venv/bin/python bench/agent_step.py                       # the full run (long)
     nice -n 10 .venv/bin/python bench/agent_step.py --seeds 10000 --steps 5 --agents react nesyfs
+    .venv/bin/python bench/agent_step.py --compare parallel --parallel 5 --agents react nesyfs
+
+With ``--compare parallel`` each worker starts its own ``llama-server`` (the packaged GGUF,
+``--threads`` threads) with ``--parallel 1`` or ``--parallel P`` and plays through it; the CPU
+seconds of a step then include the server's.  One slot decodes the 5 reflection votes, the N
+particles' calls and the scored rows one after another; P slots decode them as one batch
+(:mod:`smcplan.llm.remote_llamaserver`, "Batching").
 
 Each (agent, cache mode) runs in its own process (clean peak RSS; ``--jobs`` of them at a time,
 which changes wall seconds but not the CPU seconds of each) on twx:coin dev seeds, the
@@ -63,8 +72,9 @@ def _role_of_caller() -> str:
 class _Profiler:
     """Wraps ``lm.sample`` and ``lm.logprob``: seconds and token counters per calling role."""
 
-    def __init__(self, lm) -> None:
+    def __init__(self, lm, clock=time.process_time) -> None:
         self.lm = lm
+        self.clock = clock
         self.calls: list[dict[str, Any]] = []
         for name in ("sample", "logprob"):
             setattr(lm, name, self._wrap(name, getattr(lm, name)))
@@ -73,7 +83,7 @@ class _Profiler:
         def wrapped(*args, **kwargs):
             role = _role_of_caller()
             before = self.lm.usage.as_dict()
-            t0, c0 = time.perf_counter(), time.process_time()
+            t0, c0 = time.perf_counter(), self.clock()
             try:
                 return fn(*args, **kwargs)
             finally:
@@ -83,7 +93,7 @@ class _Profiler:
                         "role": role,
                         "op": name,
                         "wall_s": time.perf_counter() - t0,
-                        "cpu_s": time.process_time() - c0,
+                        "cpu_s": self.clock() - c0,
                         **{k: after[k] - before[k] for k in COUNTERS},
                     }
                 )
@@ -95,22 +105,61 @@ class _Profiler:
         return out
 
 
+def _server_cpu_seconds() -> float:
+    """CPU seconds of the llama-server processes this worker started."""
+    import psutil
+
+    total = 0.0
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if "llama-server" in " ".join(child.cmdline()):
+                t = child.cpu_times()
+                total += t.user + t.system
+        except psutil.Error:
+            pass
+    return total
+
+
 def worker(args: argparse.Namespace) -> None:
+    import contextlib
+
     if args.cpu is not None:  # one core per worker process (its CPU seconds stay its own)
         os.sched_setaffinity(0, {args.cpu})
+    with contextlib.ExitStack() as stack:
+        if args.cache.startswith("p"):  # --compare parallel: this worker's own llama-server
+            from smcplan.llm.llamacpp_server import serve_llama_server
+
+            url = stack.enter_context(
+                serve_llama_server(
+                    args.model or "smollm2-135m", threads=args.threads,
+                    parallel=int(args.cache[1:]),
+                )
+            )
+            args.model = f"openai:{url}#{args.model or 'smollm2-135m'}"
+        _play(args)
+
+
+def _play(args: argparse.Namespace) -> None:
     from smcplan.agents import make
     from smcplan.envs import make as make_env
     from smcplan.llm import load_model
 
-    lm = load_model(
-        args.model, threads=args.threads, prefix_cache=args.cache == "on", seed=args.model_seed
+    remote = str(args.model or "").startswith("openai:")
+    lm = (
+        load_model(args.model, seed=args.model_seed, timeout=600)
+        if remote
+        else load_model(
+            args.model, threads=args.threads, prefix_cache=args.cache == "on",
+            seed=args.model_seed,
+        )
     )
+    clock = (lambda: time.process_time() + _server_cpu_seconds()) if remote else time.process_time
     rss_model = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    prof = _Profiler(lm)
+    prof = _Profiler(lm, clock)
     episodes: list[dict[str, Any]] = []
 
     def save() -> None:  # after every step, so that a run cut by --deadline keeps its steps
-        cache = lm.prefix_cache
+        cache = getattr(lm, "prefix_cache", None)
         out = {
             "agent": args.agent,
             "cache": args.cache,
@@ -119,6 +168,7 @@ def worker(args: argparse.Namespace) -> None:
             "cache_bytes": cache.nbytes if cache is not None else 0,
             "cache_bound_bytes": cache.max_bytes if cache is not None else 0,
             "cache_stats": cache.stats.as_dict() if cache is not None else None,
+            "slots": getattr(lm, "slots", None),
             "episodes": episodes,
         }
         Path(args.out + ".part").write_text(json.dumps(out))
@@ -136,9 +186,9 @@ def worker(args: argparse.Namespace) -> None:
             episodes.append({"seed": seed, "won": False, "steps": steps})
             for t in range(args.steps):
                 before = lm.usage.as_dict()
-                t0, c0 = time.perf_counter(), time.process_time()
+                t0, c0 = time.perf_counter(), clock()
                 step = agent.act(obs, actions, info)
-                wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+                wall, cpu = time.perf_counter() - t0, clock() - c0
                 after = lm.usage.as_dict()
                 meta = step.meta
                 steps.append(
@@ -245,16 +295,25 @@ def main() -> None:
     parser.add_argument("--cores", nargs="+", type=int, default=None, metavar="CPU",
                         help="pin each worker to one of these cores (a free one, else the "
                         "least used)")
+    parser.add_argument("--compare", choices=("cache", "parallel"), default="cache",
+                        help="the two modes: the prefix cache off/on (in-process), or "
+                        "llama-server --parallel 1 against --parallel P")
+    parser.add_argument("--parallel", type=int, default=5, metavar="P",
+                        help="llama-server slots of the batched mode (--compare parallel)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--cpu", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--agent", help=argparse.SUPPRESS)
-    parser.add_argument("--cache", choices=("on", "off"), help=argparse.SUPPRESS)
+    parser.add_argument("--cache", help=argparse.SUPPRESS)  # the mode: off/on or p1/pP
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         worker(args)
         return
+    if args.parallel < 2:
+        parser.error(f"--parallel must be >= 2 (the batched mode); got {args.parallel}")
+    modes = ("off", "on") if args.compare == "cache" else ("p1", f"p{args.parallel}")
     results: dict[str, Any] = {
+        "compare": args.compare, "modes": list(modes),
         "env": args.env, "seeds": args.seeds, "steps": args.steps, "threads": args.threads,
         "jobs": args.jobs, "cores": args.cores, "load_average_start": os.getloadavg(),
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
@@ -269,7 +328,7 @@ def main() -> None:
         steps_of[name] = int(n)
     stop_at = time.perf_counter() + args.deadline if args.deadline else None
     if True:
-        todo = [(agent, mode) for agent in args.agents for mode in ("off", "on")]
+        todo = [(agent, mode) for agent in args.agents for mode in modes]
         running: list[tuple[str, str, subprocess.Popen, float, int | None]] = []
         runs: dict[str, dict[str, Any]] = defaultdict(dict)
         if args.from_runs:  # summarise the run files already there (no new runs)
@@ -310,32 +369,33 @@ def main() -> None:
                 print(f"{agent} cache {mode}: {time.perf_counter() - t0:.0f} s", flush=True)
             if late:
                 todo = []
-        for agent, mode in [(a, m) for a in args.agents for m in ("off", "on")]:
+        for agent, mode in [(a, m) for a in args.agents for m in modes]:
             path = tmp / f"{agent}-{mode}.json"
             if path.is_file():
                 runs[agent][mode] = json.loads(path.read_text())
         args.agents = [a for a in args.agents if len(runs[a]) == 2]
         for agent in args.agents:  # compare the same steps (a run cut at the deadline has fewer)
-            off, on = runs[agent]["off"], runs[agent]["on"]
+            off, on = runs[agent][modes[0]], runs[agent][modes[1]]
             n = min(len(off["episodes"]), len(on["episodes"]))
             off["episodes"], on["episodes"] = off["episodes"][:n], on["episodes"][:n]
             for e_off, e_on in zip(off["episodes"], on["episodes"], strict=True):
                 k = min(len(e_off["steps"]), len(e_on["steps"]))
                 e_off["steps"], e_on["steps"] = e_off["steps"][:k], e_on["steps"][:k]
         for agent in args.agents:
-            s_off, s_on = _summary(runs[agent]["off"]), _summary(runs[agent]["on"])
-            cmp = _compare(runs[agent]["off"], runs[agent]["on"])
+            first, second = runs[agent][modes[0]], runs[agent][modes[1]]
+            s_off, s_on = _summary(first), _summary(second)
+            cmp = _compare(first, second)
             results["agents"][agent] = {"off": s_off, "on": s_on, "compare": cmp,
-                                        "cache_stats": runs[agent]["on"]["cache_stats"]}
-            for label, s in (("off", s_off), ("on", s_on)):
+                                        "cache_stats": second["cache_stats"]}
+            for label, s in ((modes[0], s_off), (modes[1], s_on)):
                 rows.append([
                     agent, label, s["steps"], f"{s['wall_s_per_step']:.2f}",
                     f"{s['cpu_s_per_step']:.2f}", f"{s['calls_per_step']:.1f}",
                     f"{s['prompt_tokens_per_step']:.0f}", f"{s['prefilled_tokens_per_step']:.0f}",
                     f"{s['decode_tokens_per_step']:.0f}", f"{s['scored_tokens_per_step']:.0f}",
                     f"{100 * s['hit_rate']:.0f}%", f"{s['peak_rss_mb']:.0f}",
-                    f"{cmp['same_action']}/{cmp['compared']}" if label == "on" else "",
-                    f"{cmp['max_abs_dlogprob']:.1e}" if label == "on" else "",
+                    f"{cmp['same_action']}/{cmp['compared']}" if label == modes[1] else "",
+                    f"{cmp['max_abs_dlogprob']:.1e}" if label == modes[1] else "",
                 ])
     results["load_average_end"] = os.getloadavg()
     react = results["agents"].get("react")
@@ -345,20 +405,24 @@ def main() -> None:
         if react is not None:
             react_on = max(react["on"]["cpu_s_per_step"], 1e-9)
             r["cpu_vs_react_on"] = r["on"]["cpu_s_per_step"] / react_on
-    print(f"\n{args.env} seeds {args.seeds}, SmolLM2 fp32 CPU, {args.threads} thread(s); per "
+    backend = "SmolLM2 fp32 CPU" if args.compare == "cache" else "SmolLM2 Q4_1 on llama-server"
+    print(f"\n{args.env} seeds {args.seeds}, {backend}, {args.threads} thread(s); per "
           "step, over the steps both modes finished ('steps')")
     print_table(
-        ["agent", "cache", "steps", "wall s", "CPU s", "calls", "prompt tok", "prefilled",
+        ["agent", "mode", "steps", "wall s", "CPU s", "calls", "prompt tok", "prefilled",
          "decode", "scored", "hit", "peak RSS MB", "same action", "max |dlogp|"],
         rows,
     )
     for agent, r in results["agents"].items():
         print(f"\n{agent}: speed-up {r['speedup_wall']:.2f}x wall, {r['speedup_cpu']:.2f}x CPU;"
-              f" per-role CPU s/step (off -> on):")
+              f" per-role s/step ({modes[0]} -> {modes[1]}):")
         names = sorted(set(r["off"]["roles"]) | set(r["on"]["roles"]))
         print_table(
-            ["role", "calls", "CPU s off", "CPU s on", "prefilled off", "prefilled on", "decode"],
+            ["role", "calls", f"wall s {modes[0]}", f"wall s {modes[1]}", f"CPU s {modes[0]}",
+             f"CPU s {modes[1]}", f"prefilled {modes[0]}", f"prefilled {modes[1]}", "decode"],
             [[n, f"{r['on']['roles'].get(n, {}).get('calls', 0):.1f}",
+              f"{r['off']['roles'].get(n, {}).get('wall_s', 0):.2f}",
+              f"{r['on']['roles'].get(n, {}).get('wall_s', 0):.2f}",
               f"{r['off']['roles'].get(n, {}).get('cpu_s', 0):.2f}",
               f"{r['on']['roles'].get(n, {}).get('cpu_s', 0):.2f}",
               f"{_prefilled(r['off']['roles'].get(n, {})):.0f}",

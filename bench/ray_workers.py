@@ -10,6 +10,14 @@ episodes/hour from it, the summed per-episode wall time divided by the sweep's w
 1-worker run apart from timings, the seconds before the first episode started (start-up) and
 each run's summed episode time relative to the first run's (contention between workers).
 Writes ``bench/results/ray_workers.json``.
+
+``--llama-server P`` serves the model on one llama.cpp ``llama-server`` with P slots
+(``--server-threads`` threads) that every worker shares (``--model openai:<url>#smollm2-135m``
+for each run): the workers' requests decode in the server's batches instead of each worker
+running its own model.
+
+    PYTHONPATH=. .venv/bin/python bench/ray_workers.py --agent nesyfs --max-steps 5 \
+        --episodes 4 --workers 1 2 --llama-server 10 --server-threads 2
 """
 
 from __future__ import annotations
@@ -65,10 +73,25 @@ def main() -> None:
         default=None,
         help="load_model name (default SmolLM2); 'tiny' = the tiny test model",
     )
+    parser.add_argument("--llama-server", type=int, default=None, metavar="P",
+                        help="share one llama-server with P slots between the workers")
+    parser.add_argument("--server-threads", type=int, default=2)
     args = parser.parse_args()
+    if args.llama_server is None:
+        _sweeps(args)
+        return
+    from smcplan.llm.llamacpp_server import serve_llama_server
+
+    name = args.model or "smollm2-135m"
+    with serve_llama_server(name, threads=args.server_threads, parallel=args.llama_server) as url:
+        args.served = f"openai:{url}#{name}"
+        _sweeps(args)
+
+
+def _sweeps(args: argparse.Namespace) -> None:
     from smcplan.eval import EvalConfig, run_eval
 
-    model = args.model
+    model = getattr(args, "served", None) or args.model
     if model == "tiny":
         from smcplan.llm.testing import tiny_model_path
 
@@ -142,11 +165,13 @@ def main() -> None:
     print(
         "wrote",
         write_json(
-            "ray_workers",
+            "ray_workers_llama_server" if args.llama_server else "ray_workers",
             {
                 "agent": args.agent,
                 "env": args.env,
                 "model": args.model or "smollm2-135m",
+                "llama_server_slots": args.llama_server,
+                "server_threads": args.server_threads if args.llama_server else None,
                 "max_steps": args.max_steps,
                 "runs": runs,
                 "load_average": os.getloadavg(),

@@ -68,6 +68,7 @@ class LlamaCppLanguageModel(RemoteLanguageModel):
         n_ctx: int = 4096,
         seed: int = 0,
     ) -> None:  # the client half of RemoteLanguageModel, without a server
+        self.slots = 1  # one sequence at a time (llama-cpp-python's Llama)
         from llama_cpp import Llama
 
         from smcplan.llm.llamacpp_server import gguf_path

@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from smcplan.errors import check_int
 from smcplan.llm.registry import ModelNotAvailable, _gguf_for_entry, registry
 
 __all__ = [
@@ -154,10 +155,23 @@ def serve_llama_server(
     start_timeout_s: float = 120.0,
     log: str | os.PathLike[str] | None = None,
     binary: str | os.PathLike[str] | None = None,
+    parallel: int = 1,
 ) -> Iterator[str]:
-    """Serve ``model`` with llama.cpp's C++ ``llama-server`` on 127.0.0.1 (one slot, the web UI
-    off); yield the ``/v1`` base URL. ``load_model(f"openai:{url}#smollm2-135m")`` detects it as
-    engine ``"llama-server"`` (:mod:`smcplan.llm.remote_llamaserver`)."""
+    """Serve ``model`` with llama.cpp's C++ ``llama-server`` on 127.0.0.1 (the web UI off);
+    yield the ``/v1`` base URL. ``load_model(f"openai:{url}#smollm2-135m")`` detects it as
+    engine ``"llama-server"`` (:mod:`smcplan.llm.remote_llamaserver`).
+
+    ``parallel`` P: the server's slots, decoded together by continuous batching, each with its
+    own KV stream of ``n_ctx`` tokens (``--ctx-size P * n_ctx``), so a slot's window is ``n_ctx``
+    whatever P is; the ``n`` samples of one prompt share its evaluated prompt (``n_cmpl``: its
+    KV state is copied to the other slots).  Not ``--kv-unified``: with one pool shared by the
+    slots, a sequence's logits depend on what the other slots hold (attention runs over the
+    pool's occupied cells), so concurrent requests were not reproducible (measured: 4 concurrent
+    samples, 6 repetitions, 3-5 different outcomes; with separate streams 1).  The client reads P
+    from ``GET /props``.  Choosing P: the most sequences the callers have in flight at once, e.g. 5
+    for one NeSyFS agent (the 5 reflection votes; N = 4 particles need 4), ``workers * 5`` for
+    ``--workers`` Ray workers sharing this server (docs/scale.md, "Batching")."""
+    parallel = check_int(parallel, "parallel", minimum=1)
     exe = Path(binary) if binary is not None else llama_server_binary()
     if exe is None or not exe.is_file():
         raise ModelNotAvailable(
@@ -169,7 +183,8 @@ def serve_llama_server(
     cmd = [
         str(exe), "--model", str(path), "--alias", alias,
         "--host", "127.0.0.1", "--port", str(port),
-        "--ctx-size", str(n_ctx), "--threads", str(threads), "--threads-batch", str(threads),
-        "--parallel", "1", "--no-webui", "--log-disable",
+        "--ctx-size", str(n_ctx * parallel), "--threads", str(threads),
+        "--threads-batch", str(threads), "--parallel", str(parallel),
+        "--no-webui", "--log-disable",
     ]  # fmt: skip
     yield from _serve(cmd, port, start_timeout_s, log, "llama-server")

@@ -40,6 +40,7 @@ from urllib.parse import urlparse
 
 import numpy as np
 
+from smcplan.errors import check_int
 from smcplan.llm.remote_engines import ENGINES, detect_engine, score_rows, structured_fields
 from smcplan.llm.remote_http import HttpClient
 
@@ -122,7 +123,11 @@ class RemoteLanguageModel:
     from (default: ``model``, resolved like :func:`smcplan.llm.load_model`). ``timeout``,
     ``retries``: per request (:class:`~smcplan.llm.remote_http.HttpClient`). ``window``: the
     context window in tokens (default: the model config's ``max_position_embeddings``; pass the
-    server's, e.g. llama.cpp's ``--n_ctx``, when it is smaller).
+    server's, e.g. llama.cpp's ``--n_ctx``, when it is smaller). ``slots``: how many sequences
+    the engine decodes at once (llama-server's ``--parallel P``; default: read from the server,
+    1 for other engines); the ``n`` samples of a prompt and the prompts of one call are then sent
+    together (:mod:`smcplan.llm.remote_llamaserver`, "Batching"); ``slots=1`` sends them one by
+    one.
     """
 
     def __init__(
@@ -137,11 +142,14 @@ class RemoteLanguageModel:
         retries: int = 3,
         api_key: str | None = None,
         window: int | None = None,
+        slots: int | None = None,
     ) -> None:
         from smcplan.llm.lm import Usage
 
         if engine is not None and engine not in ENGINES:
             raise ValueError(f"unknown engine {engine!r}; valid: {', '.join(ENGINES)} or None")
+        if slots is not None:
+            slots = check_int(slots, "slots", minimum=1)
         self.http = HttpClient(base_url, timeout=timeout, retries=retries, api_key=api_key)
         detected, served = detect_engine(self.http)
         if served and model not in served:
@@ -150,6 +158,12 @@ class RemoteLanguageModel:
                 "use one of those after '#'"
             )
         self.engine = engine or detected
+        if slots is None and self.engine == "llama-server":
+            from smcplan.llm.remote_llamaserver import server_slots
+
+            slots = server_slots(self.http)
+        #: sequences the engine decodes at once (module docstring of remote_llamaserver)
+        self.slots = int(slots or 1)
         self.served_model = model
         self.name = f"{PREFIX}{base_url}#{model}"
         self.tokenizer, path = _load_tokenizer(tokenizer or model)
@@ -298,17 +312,30 @@ class RemoteLanguageModel:
             "logprobs": 0,
         }
         base = self.derive_seed(seed)
-        result = []
+        requests = []
         for i, (p, a) in enumerate(zip(prompts, prefixes, strict=True)):
             text, ids = self._fitted(p, a, need, window, truncation, i, fit_prompt)
+            own = dict(fields)
             if window is not None:
-                fields["max_tokens"] = int(min(limit, window - len(ids)))
-            rows = self._request(ids, text, fields, n, (base + 7919 * i) % 2**31)
+                own["max_tokens"] = int(min(limit, window - len(ids)))
+            requests.append((ids, text, own, (base + 7919 * i) % 2**31))
+        if self.engine == "llama-server":
+            from smcplan.llm.remote_llamaserver import sample_many_llama_server
+
+            answers = sample_many_llama_server(
+                self.http, [(ids, f, sd) for ids, _, f, sd in requests], n, self.slots
+            )
+        else:
+            answers = [self._request(ids, text, f, n, sd) for ids, text, f, sd in requests]
+        result = []
+        for (ids, _, _, _), rows in zip(requests, answers, strict=True):
             self.usage.calls += 1
             self.usage.prompt_tokens += len(ids)
             group = []
-            for out_text, finished, lps in rows:
-                toks = self.encode_continuation(out_text) + (
+            for out_text, finished, lps, *sampled in rows:
+                # the engine's own token ids where it reports them (llama-server), else the text
+                # re-encoded
+                toks = (sampled[0] if sampled else self.encode_continuation(out_text)) + (
                     [self.eos_token_id] if finished else []
                 )
                 logp = float(sum(v for v in lps if v is not None)) if lps else float("nan")
@@ -388,6 +415,7 @@ class RemoteLanguageModel:
             self._decode,
             self.scoring_paths,
             eos_id=self.eos_token_id,
+            slots=self.slots,
         )
         return np.asarray(scores, dtype=np.float64)
 

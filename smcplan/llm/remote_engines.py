@@ -134,11 +134,12 @@ def score_rows(
     decode,
     stats: dict[str, int] | None = None,
     eos_id: int | None = None,
+    slots: int = 1,
 ) -> list[float]:
     """``log p(cont | prompt)`` per row through ``engine`` (module docstring); ``texts`` holds
     per row (prompt text, continuation text, whether ``cont_ids`` ends with the end-of-turn
     token, whose text is ``eos_text`` and id ``eos_id``); ``stats`` counts llama.cpp rows by
-    scoring path."""
+    scoring path; ``slots``: sequences the engine decodes at once (llama-server's P)."""
     full = [p + c for p, c in zip(prompt_ids, cont_ids, strict=True)]
     plen = [len(p) for p in prompt_ids]
     if engine == "vllm":
@@ -151,7 +152,9 @@ def score_rows(
         add_eos = bool(texts and texts[0][2])
         if add_eos and eos_id is None:
             raise ValueError("llama-server scoring with add_eos needs eos_id")
-        return score_llama_server(http, prompt_ids, cont_ids, add_eos, int(eos_id or 0), stats)
+        return score_llama_server(
+            http, prompt_ids, cont_ids, add_eos, int(eos_id or 0), stats, slots
+        )
     if engine == "llamacpp":
         from smcplan.llm.remote_llamacpp import LlamaCppRow, score_llamacpp
 
