@@ -1,0 +1,170 @@
+"""Tolerances of floating-point comparisons, derived from the arithmetic (never a round number).
+
+Convention: every helper returns a bound on the difference between *two* floating-point
+computations of the same quantity (each with its own rounding, e.g. two summation orders, two
+batch shapes).  A comparison against an exact or float64 reference needs only half of it; the
+helpers are then conservative by a factor 2, still far below the size of the bugs the tests
+guard against (a wrong prompt, a dropped token or a swapped particle moves a log-prob by
+>= 0.01 and a belief by >= 1e-3).
+
+Notation (Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed., SIAM 2002):
+u = eps/2 is the unit roundoff, gamma(n) = n*u / (1 - n*u) (Lemma 3.1: a product of n factors
+(1 + delta_i)^(+-1), |delta_i| <= u, is 1 + theta with |theta| <= gamma(n)).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+EPS32 = float(np.finfo(np.float32).eps)  # 2**-23
+EPS64 = float(np.finfo(np.float64).eps)  # 2**-52
+
+__all__ = [
+    "EPS32",
+    "EPS64",
+    "gamma",
+    "gamma_prob",
+    "sum_tol",
+    "chain_tol",
+    "normalized_tol",
+    "logsumexp_tol",
+    "log_softmax_tol",
+    "network_logprob_tol",
+    "llama_logit_l1",
+    "llama_logprob_tol",
+    "literal_tol",
+]
+
+
+def gamma(n: int, eps: float = EPS32) -> float:
+    """gamma_n = n*u / (1 - n*u), u = eps/2: the worst-case relative error of n roundings
+    (Higham Lemma 3.1).  Requires n*u < 1."""
+    u = eps / 2
+    if n * u >= 1:
+        raise ValueError(f"gamma({n}) undefined for eps={eps}")
+    return n * u / (1 - n * u)
+
+
+def gamma_prob(n: int, eps: float = EPS32, lam: float = 6.0) -> float:
+    """Probabilistic gamma~_n = lam*sqrt(n)*u (Higham & Mary, SIAM J. Sci. Comput. 41(5), 2019,
+    Thm 2.4 / 3.1): if the rounding errors are independent and mean-zero, an inner product of
+    length n errs by at most gamma~_n * sum|x_i y_i| with probability >= 1 - 2n*exp(-lam**2/2)
+    (lam = 6: 1 - 3e-8 * n).  A *model* of the rounding, not a worst-case bound."""
+    return lam * math.sqrt(n) * eps / 2
+
+
+def sum_tol(n_terms: int, magnitude: float, eps: float = EPS32) -> float:
+    """Two computations of a sum of n terms, each |x_i| <= magnitude, in different orders:
+    each errs by <= gamma(n-1) * sum|x_i| (Higham §4.2, eq. 4.4), so they differ by at most
+    2 * gamma(n) * n * magnitude."""
+    n = max(int(n_terms), 1)
+    return 2 * gamma(n, eps) * n * magnitude
+
+
+def chain_tol(k: int, eps: float = EPS32) -> float:
+    """Relative difference of two results of a product/quotient chain of k roundings:
+    each is x * (1 + theta_k), |theta_k| <= gamma(k) (Higham Lemma 3.1), so 2 * gamma(k)."""
+    return 2 * gamma(k, eps)
+
+
+def normalized_tol(n: int, eps: float = EPS32) -> float:
+    """Absolute tolerance of a normalised vector p = w / sum(w) of n non-negative entries:
+    each p_i = w_i / s carries the sum's gamma(n-1) and the division's u, so
+    |p^_i - p_i| <= gamma(n) * p_i <= gamma(n); the computed sum of the p^_i differs from 1 by
+    <= gamma(n) + gamma(n-1).  Two computations (or sum vs 1): 2 * gamma(n + 1)."""
+    return 2 * gamma(n + 1, eps)
+
+
+def logsumexp_tol(n: int, magnitude: float, eps: float = EPS32) -> float:
+    """Two computations of log sum_i exp(x_i) for n entries with |x_i| <= magnitude, as
+    m + log sum exp(x_i - m), m = max x (first order in u): x_i - m rounds by u*2*magnitude,
+    which exp turns into that relative error plus its own u; the sum adds gamma(n-1); log turns
+    the relative error into an absolute one and rounds by u*log(n); adding m rounds by
+    u*(magnitude + log n).  One computation: gamma(n) + 3u*(magnitude + log n + 1); two: 2x."""
+    u = eps / 2
+    return 2 * (gamma(n, eps) + 3 * u * (magnitude + math.log(max(n, 1)) + 1))
+
+
+def log_softmax_tol(n: int, magnitude: float, eps: float = EPS32) -> float:
+    """Two computations of one log-softmax entry x_k - logsumexp(x) (n entries, |x_i| <=
+    magnitude): logsumexp_tol plus the subtraction's rounding u*(2*magnitude + log n) each."""
+    u = eps / 2
+    return logsumexp_tol(n, magnitude, eps) + 2 * u * (2 * magnitude + math.log(max(n, 1)))
+
+
+def network_logprob_tol(
+    n_tokens: int,
+    *,
+    hidden: int,
+    inner: int,
+    layers: int,
+    vocab: int,
+    context: int,
+    logit_l1: float,
+    eps: float = EPS32,
+    lam: float = 6.0,
+) -> float:
+    """Sums of n_tokens per-token log-probs from two forward passes of one network that differ
+    only in the order of their float reductions (other batch width, padding, KV-cache reuse).
+
+    A *model* of the rounding (not a proven bound for the whole network): every activation is an
+    inner product of length <= k = max(hidden, inner, context) (projections, MLP, attention over
+    the context), erring by gamma~_k relative to its absolute terms (gamma_prob: independent
+    roundings, Higham & Mary 2019); first order, the `layers` blocks add their relative errors,
+    and the logit z_j = w_j . h adds gamma~_hidden, all relative to sum_i |w_ji h_i| <= logit_l1.
+    So per pass |dz| <= (layers * gamma~_k + gamma~_hidden) * logit_l1; the log-prob
+    z_k - logsumexp(z) moves by <= 2|dz| plus the log-softmax's own rounding (log_softmax_tol/2
+    with gamma~_vocab for gamma(vocab), |z| <= logit_l1).  Two passes: 2x per token, n_tokens of
+    them, plus the two sums' own sum_tol with |log p| <= log(vocab) + 2*logit_l1.  For the tiny
+    test model (d=64, 128 inner, 2 layers, V=512, logit_l1 <= 1.6) this is ~1e-4 per token:
+    ~1e-3 for 10 tokens, ~6e-3 for 40, below the >= 0.01 nats a wrong token or prompt moves a
+    score.  For SmolLM2 (d=576, 30 layers) the model is far too pessimistic to be useful.
+    """
+    u = eps / 2
+    k = max(hidden, inner, context)
+    dz = (layers * gamma_prob(k, eps, lam) + gamma_prob(hidden, eps, lam)) * logit_l1
+    softmax = gamma_prob(vocab, eps, lam) + 3 * u * (logit_l1 + math.log(vocab) + 1)
+    softmax += u * (2 * logit_l1 + math.log(vocab))
+    per_token = 2 * dz + softmax
+    max_neglogp = math.log(vocab) + 2 * logit_l1
+    return n_tokens * 2 * per_token + sum_tol(n_tokens, max_neglogp, eps)
+
+
+def llama_logit_l1(model) -> float:
+    """An upper bound on max_j sum_i |w_ji h_i| of a (transformers) Llama's logits: h is the
+    final RMSNorm's output g * x / rms(x), so ||h||_2 <= sqrt(d) * max|g|, and by Cauchy-Schwarz
+    sum_i |w_ji h_i| <= ||w_j||_2 * ||h||_2."""
+    import torch
+
+    with torch.no_grad():
+        g = model.model.norm.weight.float()
+        w = model.lm_head.weight.float()
+        d = g.numel()
+        return float(math.sqrt(d) * g.abs().max() * w.norm(dim=1).max())
+
+
+def llama_logprob_tol(model, n_tokens: int, context: int, eps: float = EPS32) -> float:
+    """network_logprob_tol with the sizes of a transformers Llama ``model`` (its config) and
+    logit_l1 = llama_logit_l1(model); ``context`` bounds the prompt + continuation length."""
+    c = model.config
+    return network_logprob_tol(
+        n_tokens,
+        hidden=c.hidden_size,
+        inner=c.intermediate_size,
+        layers=c.num_hidden_layers,
+        vocab=c.vocab_size,
+        context=context,
+        logit_l1=llama_logit_l1(model),
+        eps=eps,
+    )
+
+
+def literal_tol(literal: str) -> float:
+    """Half a unit in the last written digit of a decimal literal (its rounding), e.g.
+    "0.716740" -> 5e-7.  Pass the literal as written in the test."""
+    s = literal.strip().lstrip("+-").lower()
+    mantissa, _, exp = s.partition("e")
+    decimals = len(mantissa.partition(".")[2])
+    return 0.5 * 10.0 ** (-decimals + (int(exp) if exp else 0))
