@@ -1,0 +1,71 @@
+"""Collection on a real environment (twx:coin, a JVM): shards, header, resume, torn episodes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from smcplan.train.collect import CollectError, collect
+from smcplan.train.data import SHARD_SCHEMA, read_shard
+
+pytestmark = pytest.mark.slow  # starts a real JVM
+
+
+def test_gold_collection_writes_a_resumable_shard(tmp_path):
+    out = tmp_path / "gold.jsonl"
+    first = collect(
+        "twx:coin", [10000], out, source="gold", split="dev", max_steps=25, progress=False
+    )
+    assert (first.played, first.skipped, first.won) == (1, 0, 1)
+    shard = read_shard(out)
+    assert shard.header["schema"] == SHARD_SCHEMA and shard.header["env"] == "twx:coin"
+    assert shard.header["split"] == "dev" and shard.header["source"] == "gold"
+    assert shard.header["commit"]  # the repository's commit
+    steps = shard.transitions
+    assert [t["t"] for t in steps] == list(range(len(steps))) and steps[-1]["won"]
+    assert steps[1]["observation"] == steps[0]["next_observation"]
+    assert any(f[:2] == ["agent", "in"] for f in steps[0]["facts"])
+    # a torn episode (killed mid-way) is dropped on resume; finished ones are skipped
+    torn = {**steps[0], "episode": "twx:coin/10001", "seed": 10001}
+    with open(out, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(torn) + "\n")
+    again = collect(
+        "twx:coin",
+        [10000, 10001],
+        out,
+        source="gold",
+        split="dev",
+        max_steps=25,
+        resume=True,
+        progress=False,
+    )
+    assert (again.played, again.skipped) == (1, 1)
+    shard = read_shard(out)
+    assert sorted(shard.episodes) == ["twx:coin/10000", "twx:coin/10001"] and not shard.partial
+    assert [t["t"] for t in shard.transitions if t["seed"] == 10001][0] == 0
+    with pytest.raises(CollectError, match="exists; pass --resume"):
+        collect("twx:coin", [10000], out, source="gold", split="dev", progress=False)
+    with pytest.raises(CollectError, match="max_steps=25, not 5"):
+        collect(
+            "twx:coin",
+            [10000],
+            out,
+            source="gold",
+            split="dev",
+            max_steps=5,
+            resume=True,
+            progress=False,
+        )
+
+
+def test_oracle_collection_records_the_planner_config(tmp_path):
+    out = tmp_path / "oracle.jsonl"
+    result = collect(
+        "twx:coin", [10002], out, source="oracle", split="dev", max_steps=2, progress=False
+    )
+    assert result.played == 1 and result.transitions == 2
+    header = read_shard(out).header
+    assert header["agent"] == "nesyfs"
+    assert header["agent_config"]["world_model"] == "simulator"
+    assert header["agent_config"]["slow_thinking"] == "always"
