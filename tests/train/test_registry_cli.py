@@ -67,3 +67,54 @@ def test_the_main_cli_delegates_train(capsys):
     assert main(["train", "world-model", "--out", "x", "--max-steps", "-3"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("smcplan train world-model: error: argument --max-steps")
+
+
+def test_ctrl_c_stops_a_trainer_with_its_last_checkpoint_kept(tmp_path):
+    """SIGINT after the first checkpoint: exit 130, one message naming --resume, the
+    checkpoint still there (resuming from one is tests/llm/test_finetune.py's SIGKILL test)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from smcplan.llm.testing import tiny_model_path
+
+    from .conftest import write_shard
+
+    shard = write_shard(tmp_path / "s.jsonl", episodes=tuple(range(8)))
+    out = tmp_path / "wm"
+    argv = [
+        sys.executable,
+        "-m",
+        "smcplan.train.cli",
+        "world-model",
+        "--data",
+        str(shard),
+        "--out",
+        str(out),
+        "--model",
+        str(tiny_model_path()),
+        "--max-steps",
+        "400",
+        "--save-steps",
+        "1",
+        "--batch-size",
+        "1",
+        "--opt",
+        "threads=1",
+        "--no-progress",
+    ]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    deadline = time.monotonic() + 120
+    while not list((out / "checkpoints").glob("checkpoint-*/trainer_state.json")):
+        assert child.poll() is None, child.stderr.read().decode()[-2000:]
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=60)
+    assert child.returncode == 130, err.decode()[-2000:]
+    assert "rerun with --resume" in err.decode()
+    assert list((out / "checkpoints").glob("checkpoint-*"))
+    assert not (out / "adapter").exists()
