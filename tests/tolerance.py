@@ -37,6 +37,7 @@ __all__ = [
     "literal_tol",
     "bayes_filter_tol",
     "bayes_loglik_tol",
+    "expectimax_tol",
 ]
 
 
@@ -123,6 +124,22 @@ def bayes_loglik_tol(steps: int, n_states: int, loglik: float, eps: float = EPS3
     per_step = sum(bayes_filter_tol(t, n_states, eps) / 2 for t in range(steps))
     one = per_step + steps * gamma(2 * n_states + 3, eps) + (gamma(steps, eps) + u) * abs(loglik)
     return 2 * one
+
+
+def expectimax_tol(
+    horizon: int, n_states: int, n_obs: int, r_max: float, eps: float = EPS64
+) -> float:
+    """Absolute tolerance of a horizon-H expectimax value Q_H(b, a) of a discrete POMDP.
+
+    Q_H = b.R + gamma * sum_o P(o) max_a' Q_{H-1}(b_o, a'): every reward reaches the value
+    through a chain of non-negative weights (b, T, O, the normalisation, P(o), the discount),
+    each level adding <= S*S*O + S + 3 roundings (b @ T, the products with O and their sums,
+    the division, the discount); max is exact.  So each of the (weighted) terms, whose absolute
+    sum is <= H * r_max, carries a relative error <= gamma(H * (S*S*O + S + 3)).  Two
+    computations: 2x.
+    """
+    k = horizon * (n_states * n_states * n_obs + n_states + 3)
+    return 2 * gamma(k, eps) * horizon * r_max
 
 
 def network_logprob_tol(

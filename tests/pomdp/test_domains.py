@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from smcplan.pomdp import SparseTransition, domains, exact_filter, exact_update
+from tests.tolerance import EPS64, bayes_filter_tol, chain_tol, normalized_tol
 
 
 def test_tiger_compiles_to_the_published_arrays(tiger):
@@ -38,7 +39,8 @@ def test_rocksample_7_8_has_12545_states_and_compiles_sparse():
     assert pomdp.num_states == 12_545
     assert pomdp.transition.next_state.shape == (13, 12_545, 1)
     b = exact_update(pomdp, pomdp.b0, "check rock 1", "the rock looks good")
-    assert float(b.sum()) == pytest.approx(1.0, abs=1e-5)
+    # a float32 normalised vector of 12545 entries (a missing normalisation: off by 1 - P(o))
+    assert float(b.sum()) == pytest.approx(1.0, abs=normalized_tol(12_545))
 
 
 def test_rocksample_matches_pomdp_py_on_every_nonterminal_state_and_action(rocksample44):
@@ -80,7 +82,8 @@ def test_rocksample_matches_pomdp_py_on_every_nonterminal_state_and_action(rocks
             if isinstance(action, rs.CheckAction) and not ref_next.terminal:
                 for o, quality in ((1, "good"), (2, "bad")):
                     ref = obs_model.probability(rs.Observation(quality), ref_next, action)
-                    assert pomdp.O[a, ours, o] == pytest.approx(ref, rel=1e-12)
+                    # both float64 from a few products (pomdp_py's exp of the distance)
+                    assert pomdp.O[a, ours, o] == pytest.approx(ref, rel=chain_tol(8, EPS64))
 
 
 def test_household_check_first_scenario_is_documented_correctly(check_first):
@@ -107,7 +110,9 @@ def test_household_opening_reveals_the_contents_and_taking_ends_the_task(check_f
     key_in_2 = [
         i for i, name in enumerate(check_first.state_names) if name.startswith("key 1 in drawer 2")
     ]
-    assert float(np.asarray(b)[key_in_2].sum()) == pytest.approx(1.0, abs=1e-6)
+    n_s = check_first.num_states  # float32 one-step belief, summed
+    tol = bayes_filter_tol(1, n_s) + normalized_tol(n_s)
+    assert float(np.asarray(b)[key_in_2].sum()) == pytest.approx(1.0, abs=tol)
     actions = ["open drawer 1", "take key 1 from drawer 1", "look"]
     observations = [
         "you open the drawer 1. in it, you see a key 1.",

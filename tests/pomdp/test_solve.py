@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from smcplan.pomdp import TreeTooLargeError, exact_q_values, solve_exact
+from tests.tolerance import expectimax_tol
 
 from .conftest import random_pomdp
 
@@ -53,12 +54,13 @@ def test_tiger_values_checked_by_hand(tiger):
     p = 0.85**2 / (0.85**2 + 0.15**2)
     action, value = solve_exact(tiger, np.array([p, 1 - p]), 1)
     assert tiger.action_names[action] == "open right door"
-    assert value == pytest.approx(10 * p - 100 * (1 - p), abs=1e-12)
+    tol = expectimax_tol(2, 2, 2, 100.0)  # float64, |R| <= 100 (the float64 p rounds too)
+    assert value == pytest.approx(10 * p - 100 * (1 - p), abs=tol)
     # horizon 2 at uniform: listen (-1), then every posterior (0.85 or 0.15) still prefers
     # listening (-1 > 10*.85 - 100*.15 = -6.5), so V_2 = -1 + 0.95 * -1 = -1.95;
     # opening first gives -45 + 0.95 * V_1(uniform) = -45 - 0.95.
     q = exact_q_values(tiger, tiger.b0, 2)
-    np.testing.assert_allclose(q, [-1.95, -45.95, -45.95], atol=1e-12)
+    np.testing.assert_allclose(q, [-1.95, -45.95, -45.95], atol=expectimax_tol(2, 2, 2, 100.0))
 
 
 @pytest.mark.parametrize("horizon", [1, 2, 3, 4])
@@ -69,15 +71,18 @@ def test_exact_q_values_equal_a_direct_recursion_on_random_pomdps(horizon):
     np.testing.assert_allclose(
         exact_q_values(pomdp, belief, horizon),
         recursive_q(pomdp, belief, horizon),
-        rtol=1e-12,
-        atol=1e-12,
+        rtol=0,
+        atol=expectimax_tol(horizon, 4, 3, float(np.abs(pomdp.R).max())),
     )
 
 
 def test_exact_q_values_equal_a_direct_recursion_on_tiger_horizon_5(tiger):
     belief = np.array([0.7, 0.3])
     np.testing.assert_allclose(
-        exact_q_values(tiger, belief, 5), recursive_q(tiger, belief, 5), rtol=1e-12, atol=1e-12
+        exact_q_values(tiger, belief, 5),
+        recursive_q(tiger, belief, 5),
+        rtol=0,
+        atol=expectimax_tol(5, 2, 2, 100.0),
     )
 
 
@@ -86,11 +91,14 @@ def test_household_greedy_takes_blindly_but_lookahead_opens_the_drawer_first(che
     # horizon 1: blind take 0.7 * (10 - 1) + 0.3 * (-1 - 10) = 3.0 beats every other action (-1)
     action, value = solve_exact(check_first, check_first.b0, 1)
     assert names[action] == "take key 1 from drawer 1"
-    assert value == pytest.approx(3.0, abs=1e-12)
+    n_s, n_o = check_first.num_states, check_first.num_observations
+    r_max = float(np.abs(check_first.R).max())
+    assert value == pytest.approx(3.0, abs=expectimax_tol(1, n_s, n_o, r_max))
     # horizon 2: open (-1), then take if seen: -1 + 0.95 * (0.7 * 9 + 0.3 * -1) = 4.7
     q2 = exact_q_values(check_first, check_first.b0, 2)
-    assert q2[check_first.action_index("open drawer 1")] == pytest.approx(4.7, abs=1e-12)
-    assert q2[check_first.action_index("take key 1 from drawer 1")] == pytest.approx(3.0, abs=1e-12)
+    tol2 = expectimax_tol(2, n_s, n_o, r_max)
+    assert q2[check_first.action_index("open drawer 1")] == pytest.approx(4.7, abs=tol2)
+    assert q2[check_first.action_index("take key 1 from drawer 1")] == pytest.approx(3.0, abs=tol2)
     for horizon in (2, 3, 4):
         assert names[solve_exact(check_first, check_first.b0, horizon)[0]] == "open drawer 1", (
             horizon
