@@ -38,6 +38,8 @@ __all__ = [
     "bayes_filter_tol",
     "bayes_loglik_tol",
     "expectimax_tol",
+    "smc_logweight_tol",
+    "smc_logz_tol",
 ]
 
 
@@ -140,6 +142,28 @@ def expectimax_tol(
     """
     k = horizon * (n_states * n_states * n_obs + n_states + 3)
     return 2 * gamma(k, eps) * horizon * r_max
+
+
+def smc_logweight_tol(steps: int, n: int, magnitude: float, eps: float = EPS32) -> float:
+    """Absolute tolerance of normalised log-weights lw_i - logsumexp(lw) of n particles after
+    ``steps`` reweightings, every log-weight and increment of size <= magnitude.
+
+    The subtracted logsumexp is a shift common to all particles, so the differences
+    lw_i - lw_j carry only the per-step roundings of the increment's addition and of the
+    subtraction (<= 2u * magnitude each, plus the increment's own rounding u * magnitude);
+    the last normalisation adds one log-softmax's rounding.  Two computations: 2x (per step),
+    i.e. steps * 6u * magnitude + log_softmax_tol(n, magnitude).
+    """
+    u = eps / 2
+    return 2 * steps * 3 * u * magnitude + log_softmax_tol(n, magnitude, eps)
+
+
+def smc_logz_tol(steps: int, n: int, magnitude: float, eps: float = EPS32) -> float:
+    """Absolute tolerance of log Z = sum_t logsumexp(lw_{t-1} + increment_t) (normalised
+    lw_{t-1}): each term carries the entering weights' smc_logweight_tol and its own
+    logsumexp_tol; the running sum adds sum_tol(steps, magnitude)."""
+    per_step = smc_logweight_tol(steps, n, magnitude, eps) + logsumexp_tol(n, magnitude, eps)
+    return steps * per_step + sum_tol(steps, magnitude, eps)
 
 
 def network_logprob_tol(

@@ -14,6 +14,7 @@ from smcplan.planning import pomdp_components as pc
 from smcplan.planning.belief_tree import belief_tree
 from smcplan.pomdp import DiscretePOMDP, exact_filter, exact_q_values, solve_exact
 from smcplan.pomdp.domains import household_check_first, tiger
+from tests.tolerance import EPS64, chain_tol, expectimax_tol
 
 TIGER = tiger()
 HOUSE = household_check_first()
@@ -41,7 +42,10 @@ def test_belief_tree_q_values_equal_solve_exact_on_tiger(horizon, p_left):
     b = np.array([p_left, 1 - p_left])
     tree = belief_tree(TIGER, b, horizon)
     np.testing.assert_allclose(
-        tree.q_values[0][0], exact_q_values(TIGER, b, horizon), rtol=1e-12, atol=1e-9
+        tree.q_values[0][0],
+        exact_q_values(TIGER, b, horizon),
+        rtol=0,
+        atol=expectimax_tol(horizon, 2, 2, 100.0),  # float64, |R| <= 100
     )
 
 
@@ -49,7 +53,11 @@ def test_belief_tree_q_values_equal_solve_exact_on_tiger(horizon, p_left):
 def test_belief_tree_q_values_equal_solve_exact_on_household(horizon):
     tree = belief_tree(HOUSE, HOUSE.b0, horizon)
     np.testing.assert_allclose(
-        tree.q_values[0][0], exact_q_values(HOUSE, HOUSE.b0, horizon), atol=1e-9
+        tree.q_values[0][0],
+        exact_q_values(HOUSE, HOUSE.b0, horizon),
+        atol=expectimax_tol(
+            horizon, HOUSE.num_states, HOUSE.num_observations, float(np.abs(HOUSE.R).max())
+        ),
     )
 
 
@@ -75,7 +83,13 @@ def test_soft_values_equal_brute_force_enumeration_of_the_twisted_target():
         return total
 
     tree = belief_tree(pomdp, pomdp.b0, horizon, beta=beta)
-    assert math.exp(tree.log_soft[0][0]) == pytest.approx(f(pomdp.b0, 0), rel=1e-10)
+    # float64: the weights' chain as in expectimax_tol (relative: the value is a positive
+    # expectation), plus exp turning the exponent's absolute error (beta * expectimax_tol with
+    # |R| <= r_max) into a relative one, plus the exp/log roundings
+    s, o, r_max = pomdp.num_states, pomdp.num_observations, float(np.abs(R).max())
+    rel = expectimax_tol(horizon, s, o, 1.0) / horizon + beta * expectimax_tol(horizon, s, o, r_max)
+    rel += chain_tol(2 * horizon + 2, EPS64)
+    assert math.exp(tree.log_soft[0][0]) == pytest.approx(f(pomdp.b0, 0), rel=rel)
 
 
 def test_inverse_cdf_row_sampling_draws_each_entry_with_its_probability_and_never_a_zero():
