@@ -35,6 +35,7 @@ __all__ = [
     "llama_logit_l1",
     "llama_logprob_tol",
     "literal_tol",
+    "decimal_tol",
     "bayes_filter_tol",
     "bayes_loglik_tol",
     "expectimax_tol",
@@ -231,6 +232,11 @@ def llama_logprob_tol(model, n_tokens: int, context: int, eps: float = EPS32) ->
         logit_l1=llama_logit_l1(model),
         eps=eps,
     )
+
+
+def decimal_tol(digits: int) -> float:
+    """Half a unit in the last kept decimal: the error of round(x, digits)."""
+    return 0.5 * 10.0**-digits
 
 
 def literal_tol(literal: str) -> float:

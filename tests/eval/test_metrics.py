@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -20,6 +22,10 @@ from smcplan.eval.metrics import (
     upgrade_stats,
     wilson_interval,
 )
+from tests.tolerance import EPS64, chain_tol, literal_tol
+
+#: Cephes incbet's documented peak relative error for a, b in (0, 1000] (IEEE, 30000 trials)
+CEPHES_INCBET_PEAK = 5.3e-12
 
 
 def step(
@@ -45,8 +51,16 @@ def test_wilson_interval_matches_hand_computation_for_8_of_10():
     # centre = (0.8 + 0.1920729) / 1.3841459 = 0.716740
     # half = (1.959964 / 1.3841459) * sqrt(0.016 + 0.0096036) = 1.416009 * 0.160011 = 0.226577
     lo, hi = wilson_interval(8, 10)
-    assert lo == pytest.approx(0.716740 - 0.226577, abs=1e-5)
-    assert hi == pytest.approx(0.716740 + 0.226577, abs=1e-5)
+    # the literals' rounding: 0.716740 to its last digit; 0.226577 (exact 0.2265777) also carries
+    # the roundings of its two 6-decimal factors
+    half_tol = (
+        literal_tol("0.226577")
+        + literal_tol("1.416009") * 0.160011
+        + literal_tol("0.160011") * 1.416009
+    )
+    tol = literal_tol("0.716740") + half_tol
+    assert lo == pytest.approx(0.716740 - 0.226577, abs=tol)
+    assert hi == pytest.approx(0.716740 + 0.226577, abs=tol)
 
 
 def test_mcnemar_exact_p_matches_hand_computation():
@@ -66,7 +80,11 @@ def test_mcnemar_exact_p_is_symmetric_and_equals_the_two_sided_binomial_test(a, 
     assert p == mcnemar_exact_p(b, a)
     assert 0.0 < p <= 1.0
     if a + b:
-        assert p == pytest.approx(stats.binomtest(a, a + b, 0.5).pvalue, rel=1e-9)
+        # cross-implementation: scipy's binomial CDF is a regularised incomplete beta, whose
+        # documented peak relative error for parameters <= 1000 is 5.3e-12 (Cephes incbet,
+        # IEEE 0-1000), plus our float64 sum of <= 61 terms of <= 2(a + b) roundings each
+        rel = CEPHES_INCBET_PEAK + chain_tol(2 * (a + b) + 61, EPS64)
+        assert p == pytest.approx(stats.binomtest(a, a + b, 0.5).pvalue, rel=rel)
 
 
 @pytest.mark.parametrize(
@@ -87,7 +105,9 @@ def test_wilson_interval_at_zero_successes_is_zero_to_z2_over_n_plus_z2():
     # k = 0: centre = half = (z²/2n)/(1 + z²/n), so lo = 0 and hi = z²/(n + z²) = 3.8415/13.8415
     lo, hi = wilson_interval(0, 10)
     assert lo == 0.0
-    assert hi == pytest.approx(3.841459 / 13.841459, abs=1e-6)
+    # z² = 3.841459 written to 6 decimals; d/dx x/(10 + x) = 10/(10 + x)² scales its rounding
+    tol = literal_tol("3.841459") * 10 / 13.841459**2 + chain_tol(4, EPS64)
+    assert hi == pytest.approx(3.841459 / 13.841459, abs=tol)
 
 
 @given(st.integers(1, 500).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))))
@@ -97,8 +117,10 @@ def test_wilson_interval_contains_the_estimate_and_is_mirror_symmetric(kn):
     lo, hi = wilson_interval(k, n)
     assert 0.0 <= lo <= k / n <= hi <= 1.0
     lo2, hi2 = wilson_interval(n - k, n)
-    assert lo == pytest.approx(1 - hi2, abs=1e-12)
-    assert hi == pytest.approx(1 - lo2, abs=1e-12)
+    # float64: ~12 roundings on terms of size <= 1 + z²/n <= 1 + 3.85 (n >= 1), in two orders
+    tol = chain_tol(12, EPS64) * (1 + 1.959964**2)
+    assert lo == pytest.approx(1 - hi2, abs=tol)
+    assert hi == pytest.approx(1 - lo2, abs=tol)
 
 
 def test_wilson_interval_rejects_bad_counts():
@@ -114,12 +136,15 @@ def test_wilson_interval_rejects_bad_counts():
 def test_bootstrap_mean_ci_of_fair_coin_sample_is_mean_pm_1_96_standard_errors():
     # 100 values, half 0 half 1: the bootstrap distribution of the mean has SD sqrt(.25/100) = .05,
     # so the percentile interval is ≈ 0.5 ± 1.96·0.05 = [0.402, 0.598]. Monte-Carlo error of a
-    # 2.5% quantile with B = 4000: sqrt(q(1-q)/B)/f(x_q) = 0.00247/1.17 ≈ 0.002, plus the 0.01 grid
-    # of possible means -> tolerance 0.015.
+    # 2.5% quantile with B = 4000: sqrt(q(1-q)/B)/f(x_q) = 0.00247/1.17 ≈ 0.002; 4 of those (a
+    # false failure ≤ 6e-5 per bound), plus the 1/100 grid of possible means.
     x = [0.0, 1.0] * 50
-    lo, hi = bootstrap_mean_ci(x, seed=3, num_resamples=4000)
-    assert lo == pytest.approx(0.402, abs=0.015)
-    assert hi == pytest.approx(0.598, abs=0.015)
+    b, q, sd = 4000, 0.025, math.sqrt(0.25 / len(x))
+    f_q = math.exp(-(1.959964**2) / 2) / (math.sqrt(2 * math.pi) * sd)  # normal density at x_q
+    tol = 4 * math.sqrt(q * (1 - q) / b) / f_q + 1 / len(x)
+    lo, hi = bootstrap_mean_ci(x, seed=3, num_resamples=b)
+    assert lo == pytest.approx(0.402, abs=tol)
+    assert hi == pytest.approx(0.598, abs=tol)
 
 
 def test_bootstrap_is_deterministic_in_seed_and_degenerate_for_constant_values():
