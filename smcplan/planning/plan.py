@@ -79,22 +79,31 @@ def plan(
 ) -> PlanResult: ...
 
 
-def plan(*args: Any, **kwargs: Any) -> PlanResult:
+def plan(
+    pomdp_or_task: DiscretePOMDP | str | None = None, /, *args: Any, **options: Any
+) -> PlanResult:
     """Plan one action by twisted SMC.  Dispatches on the first argument:
 
     * a :class:`~smcplan.pomdp.DiscretePOMDP` → :func:`plan_pomdp` (toy POMDPs);
     * a task string → :func:`smcplan.planning.text_components.plan_text` (text agents).
 
-    The two entries (``typing.overload``; the keyword options are those of the function each
-    one calls, documented there)::
+    The first argument may also be given by its entry's name (``pomdp=`` or ``task=``); the rest
+    go to the entry as they are.  The two entries (``typing.overload``, listed by
+    ``typing.get_overloads(plan)``; the keyword options are those of the function each one
+    calls, documented there)::
 
         {entries}
     """
-    first = args[0] if args else kwargs.get("pomdp", kwargs.get("task"))
+    if pomdp_or_task is None:
+        first = options.get("pomdp", options.get("task"))
+        head: tuple[Any, ...] = ()
+    else:
+        first = pomdp_or_task
+        head = (pomdp_or_task,)
     if isinstance(first, DiscretePOMDP):
-        return plan_pomdp(*args, **kwargs)
+        return plan_pomdp(*head, *args, **options)
     if isinstance(first, str):
-        return plan_text(*args, **kwargs)
+        return plan_text(*head, *args, **options)
     raise PlanningError(
         "plan() takes a DiscretePOMDP (toy planning) or a task string (text agents) first; got "
         f"{type(first).__name__}"
