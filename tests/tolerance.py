@@ -36,6 +36,7 @@ __all__ = [
     "llama_logprob_tol",
     "literal_tol",
     "decimal_tol",
+    "same_logits_tol",
     "bayes_filter_tol",
     "bayes_loglik_tol",
     "expectimax_tol",
@@ -203,6 +204,21 @@ def network_logprob_tol(
     per_token = 2 * dz + softmax
     max_neglogp = math.log(vocab) + 2 * logit_l1
     return n_tokens * 2 * per_token + sum_tol(n_tokens, max_neglogp, eps)
+
+
+def same_logits_tol(
+    n_tokens: int, vocab: int, logit_max: float, eps: float = EPS32, lam: float = 6.0
+) -> float:
+    """Sums of n_tokens log-probs that two code paths compute from the *same* float32 logits
+    rows (e.g. llama-server's forced completion and its echo of the same KV states): each path's
+    log-softmax over ``vocab`` entries of size <= logit_max rounds by gamma~_vocab (gamma_prob:
+    a long sum, model of independent roundings) plus log_softmax_tol's u-terms, per token, and
+    the two sums of n terms of size <= logit_max + log(vocab) add sum_tol.  It does not cover
+    logits from another batch (llama.cpp: up to ~0.24 nats, docs/scale.md), which is what such
+    tests guard against."""
+    u = eps / 2
+    per_token = 2 * (gamma_prob(vocab, eps, lam) + u * (5 * logit_max + 2 * math.log(vocab) + 3))
+    return n_tokens * per_token + sum_tol(n_tokens, logit_max + math.log(vocab), eps)
 
 
 def llama_logit_l1(model) -> float:

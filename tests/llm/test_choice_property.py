@@ -7,6 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from smcplan.llm.roles import ActionProposal
+from tests.tolerance import EPS64, log_softmax_tol, logsumexp_tol
 
 WORDS = [
     "take",
@@ -49,5 +50,9 @@ def test_action_proposal_is_admissible_with_normalised_log_probs(tiny, batch, se
     )
     for p, acts in zip(props, batch, strict=True):
         assert p.action in acts
-        assert np.isclose(np.logaddexp.reduce(p.log_probs), 0.0, atol=1e-9)
+        # float64 log-softmax of the actions' scores, then its log-sum-exp
+        lp = np.asarray(p.log_probs)
+        n, m = len(acts), float(np.max(np.abs(lp[np.isfinite(lp)])))
+        tol = log_softmax_tol(n, m, EPS64) + logsumexp_tol(n, m, EPS64)
+        assert np.isclose(np.logaddexp.reduce(p.log_probs), 0.0, atol=tol)
         assert p.logq <= 1e-12

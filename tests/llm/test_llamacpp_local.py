@@ -59,6 +59,8 @@ def test_a_score_is_the_sum_of_its_prefix_scores(lcpp):
     rest = lcpp.logprob([prompt], [" from table"], add_eos=True, assistant_prefix=" take coin")[0]
     print("whole", whole, "parts", first + rest)
     assert np.isfinite(whole) and whole < 0
+    # cross-batch llama.cpp (Q8 activations): measured up to 0.24 nats between batch shapes
+    # (docs/scale.md), ~0.25 here; 0.5 = 2x the measurement (tests/test_tolerances.py allow-list)
     assert whole == pytest.approx(first + rest, abs=0.5)
 
 

@@ -49,6 +49,9 @@ def test_cached_scoring_matches_the_naive_padded_pass(smol):
     acts = ["take coin", "go north", "open the fridge door", "look"]
     cached = smol.logprob([prompt] * 4, acts, add_eos=True)
     naive = smol.logprob([prompt] * 4, acts, add_eos=True, reuse_cache=False)
+    # measured <= 4e-6 nats (docs/llm.md); tests/tolerance.py's rounding model is too pessimistic
+    # for 30 layers (~0.3), so this stays a measured bound, 500x the measurement and below the
+    # >= 0.01 a wrong prompt or token moves a score (tests/test_tolerances.py allow-list)
     np.testing.assert_allclose(cached, naive, atol=2e-3)
 
 

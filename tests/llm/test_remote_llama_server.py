@@ -22,6 +22,7 @@ from tests.llm.llamacpp_rows import (
     play_react,
     rows,
 )
+from tests.tolerance import same_logits_tol
 
 pytestmark = [
     pytest.mark.slow,
@@ -167,4 +168,6 @@ def test_end_of_turn_is_read_exactly_when_other_end_of_generation_tokens_outrank
         if eos == 2 and text.endswith("my"):
             assert ranked.index(eos) > 4096
         (score,) = score_llama_server(http, [prompt], [[*cont, eos]], True, eos)
-        assert score == pytest.approx(forced + raw[eos], abs=1e-4)
+        # the same logits rows read by two paths; |logit| < 30 for SmolLM2 (test_prefix_cache)
+        tol = same_logits_tol(len(cont) + 1, 49152, 30.0)
+        assert score == pytest.approx(forced + raw[eos], abs=tol)
