@@ -50,6 +50,7 @@ QUICK: dict[str, list[str]] = {
     # need smcplan[scale] (Ray; llama-cpp-python's server)
     "ray_workers": ["--episodes", "2", "--max-steps", "3", "--model", "tiny"],
     "remote_step": ["--steps", "1"],
+    "llama_server_batching": ["--repeats", "1"],
 }
 
 
