@@ -18,21 +18,15 @@ from smcplan.llm.llamacpp_server import llama_server_binary, serve_llama_server
 from smcplan.llm.remote_llamaserver import concurrency, in_parallel
 from tests.llm.llamacpp_rows import OBSERVATIONS, rows
 
-SLOW = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        llama_server_binary() is None,
-        reason="no llama-server executable (make setup-scale builds it into .venv/bin)",
-    ),
-]
-P = 5
-
 #: |batched - one-by-one| of a summed action log-prob on the same server, nats: the same
-#: weights, the same token ids and the same slot cache path; only the batch a token is decoded
-#: in differs.  llama.cpp's CPU matrix products round per batch shape, so a log-prob may move;
-#: the bound is the one of the server's own scores against in-process llama.cpp
-#: (test_remote_llama_server.SAME_ENGINE_TOL, whose note gives the measurement).
+#: weights and token ids; only the slot, and so the batches the prompt was evaluated in, differ
+#: (llama.cpp rounds per batch shape). The bound is that of the server's own scores against
+#: in-process llama.cpp (SAME_ENGINE_TOL, whose note gives the measurement); SLOW: the same
+#: marks (slow; skipped without the executable).
 from tests.llm.test_remote_llama_server import SAME_ENGINE_TOL  # noqa: E402
+from tests.llm.test_remote_llama_server import pytestmark as SLOW  # noqa: E402
+
+P = 5
 
 
 # ---------------------------------------------------------------- the pure parts (no server)
