@@ -157,6 +157,8 @@ class RLVMRAgent(LLMAgent):
         self.episode_rewards: list[StepReward] = []
         self.episode_return = 0.0
         self.plan = ""
+        #: the chat messages of the last step's prompt (what a trainer scores the answer under)
+        self.last_prompt: list[dict[str, str]] = []
 
     # ------------------------------------------------------------------ episode state
     def on_reset(self, task: str, observation: str, admissible: list[str]) -> None:
@@ -237,6 +239,7 @@ class RLVMRAgent(LLMAgent):
         prompt = self.assets.messages(
             task=self.task, context=ctx.situation(), plan=self.plan, admissible=admissible
         )
+        self.last_prompt = prompt
         block, cut = self._tag_block(prompt, admissible, rec)
         prefix = block + "\n<action>"
         if self.free:
