@@ -83,14 +83,14 @@ class SlowThinker:
                 proposer = ActionProposal(lm, temperature=1.0, think=False)
             if observation_model is None and cfg.world_model == "lm":
                 observation_model = ObservationModel(lm, max_new_tokens=cfg.observation_tokens)
+            if progress_model is None and "lm" in parse_progress(cfg.progress):
+                progress_model = ProgressModel(lm)
         if observation_model is None and cfg.world_model == "learned":
             from smcplan.planning.learned import learned_observation_model
 
             observation_model = learned_observation_model(
                 cfg.world_model_path, cfg.observation_tokens, like=lm
             )
-            if progress_model is None and "lm" in parse_progress(cfg.progress):
-                progress_model = ProgressModel(lm)
         self.proposer = proposer
         self.observation_model = observation_model
         self.progress_model = progress_model
