@@ -81,3 +81,14 @@ def test_bad_planner_settings_are_named(tiny_lm):
         SlowThinker(tiny_lm, num_particles=0)
     with pytest.raises(PlanningError, match="unknown weighting 'exact'"):
         SlowThinker(tiny_lm, weighting="exact")
+
+
+@pytest.mark.parametrize(
+    ("progress", "judged"), [("lm", True), ("lm+rlvmr", True), ("rlvmr", False)]
+)
+def test_the_roles_are_built_once_when_the_thinker_is(tiny_lm, progress, judged):
+    from smcplan.llm import ObservationModel, ProgressModel
+
+    thinker = SlowThinker(tiny_lm, progress=progress)
+    assert isinstance(thinker.observation_model, ObservationModel)
+    assert isinstance(thinker.progress_model, ProgressModel) is judged
