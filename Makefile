@@ -17,7 +17,7 @@ export TOKENIZERS_PARALLELISM := false
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: setup setup-scale demo demo-oracle demo-lm test lint bench bench-full clean
+.PHONY: setup setup-scale demo demo-oracle demo-lm test lint docs bench bench-full clean
 
 setup: $(STAMP)
 
@@ -93,6 +93,10 @@ test: setup-scale
 
 lint: setup
 	$(BIN)/ruff check smcplan tests bench examples scripts
+
+# The API reference and guides (mkdocs.yml), built offline into site/ with warnings as errors.
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 # Every script in bench/ on its quick setting (bench/run_all.py lists them; minutes on 2 cores),
 # each writing bench/results/<name>.json; bench-full runs them with their own defaults (hours).
