@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+#: The package version (PEP 440), the same as ``pyproject.toml``'s.
 __version__ = "0.1.0"
 __all__ = ["__version__", "plan"]
 

@@ -60,6 +60,7 @@ class AgentSpec(NamedTuple):
         return getattr(importlib.import_module(module_name), attr)
 
 
+#: The registry: agent name -> :class:`AgentSpec` (the names of this module's table).
 AGENTS: dict[str, AgentSpec] = {
     "random": AgentSpec("smcplan.agents.random_agent:RandomAgent", lm=False),
     "react": AgentSpec("smcplan.agents.react:ReactAgent"),

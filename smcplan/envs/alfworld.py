@@ -31,6 +31,7 @@ from typing import Any
 
 from smcplan.envs.base import BaseTextEnv, EnvError, MissingBenchmark, StepResult, unknown_choice
 
+#: The six ALFWorld task types, in the order of the ALFWorld paper.
 TASK_TYPES: tuple[str, ...] = (
     "pick_and_place",
     "pick_clean_then_place",

@@ -28,7 +28,10 @@ __all__ = [
     "check_source",
 ]
 
+#: Where a fact came from: seen in an observation, predicted by a world model, or inferred by a
+#: rule.
 Source: TypeAlias = Literal["observed", "predicted", "inferred"]
+#: The values of :data:`Source`, in order.
 SOURCES: tuple[str, ...] = get_args(Source)
 # Strength of evidence, used to break ties between conflicting facts asserted at the same step:
 # an observation beats a rule-based inference, which beats a world-model prediction.

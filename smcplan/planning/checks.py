@@ -21,7 +21,12 @@ from smcplan.smc.validation import is_concrete
 
 __all__ = ["validate_config", "component_name", "check_vector", "check_batch"]
 
+#: Weighting rules of :func:`~smcplan.planning.tsmc.tsmc`: ``"nesyfs"`` (the paper's rule) and
+#: ``"twisted"`` (properly weighted twisted SMC for the target :math:`p_0\,\phi`).
 WEIGHTINGS = ("nesyfs", "twisted")
+#: How the planner picks its action: ``"sample"`` (the first action of particle
+#: :math:`j \sim \mathrm{Cat}(W^H)`) or ``"max_weight"`` (the first action with the largest total
+#: weight :math:`\sum_i W^H_i [a^i_1 = a]`).
 CHOICES = ("sample", "max_weight")
 
 

@@ -25,6 +25,7 @@ __all__ = ["extract_triplets", "Extraction", "ENV_KINDS", "detect_env_kind", "sp
 
 Extractor = Callable[[str, "str | None", "str | None"], Extraction]
 
+#: The rule-based extractor of each environment kind (``detect_env_kind`` picks one).
 ENV_KINDS: dict[str, Extractor] = {
     "alfworld": alfworld.extract,
     "textworld_express": textworld_express.extract,
