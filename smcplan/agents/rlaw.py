@@ -223,6 +223,10 @@ class RLAWAgent(LLMAgent):
         mapped) or ``"scored"``.
     critic_temperature, critic_lm
         The critic's decoding temperature (0: greedy) and its model (default: ``lm``).
+    critic_path, critic_model
+        A trained critic (``smcplan train critic``: its LoRA adapter folder), loaded as the
+        critic's model with ``load_model(critic_model, adapter=critic_path)`` (``critic_model``:
+        the adapter's base, default the packaged SmolLM2); the actor stays ``lm``, frozen.
     actor, critic
         Replace the actor (``actor(task, context, admissible, critique, seed) -> Candidate``) or
         the critic role (``critic(tasks, contexts, thoughts, actions, seed=) -> [Critique]``).
@@ -248,6 +252,8 @@ class RLAWAgent(LLMAgent):
         action_tokens: int = 24,
         critic_temperature: float = 0.0,
         critic_lm: Any = None,
+        critic_path: str | None = None,
+        critic_model: str | None = None,
         actor: Any = None,
         critic: Any = None,
         context: str | None = None,
@@ -273,6 +279,13 @@ class RLAWAgent(LLMAgent):
             )
         if not 0.0 <= gamma <= 1.0:
             raise ValueError(f"gamma must be in [0, 1]; got {gamma}")
+        if critic_path is not None:
+            if critic_lm is not None:
+                raise ValueError("give critic_lm or critic_path, not both")
+            from smcplan.llm import load_model
+
+            critic_lm = load_model(critic_model, adapter=critic_path)
+        self.critic_path = None if critic_path is None else str(critic_path)
         self.use_critic = bool(use_critic)
         self.tau = float(tau)
         self.max_regenerations = int(max_regenerations)

@@ -1,0 +1,346 @@
+r"""RLAW's critic, trained: simulator labels, LoRA SFT with TRL, AUC against the prompted critic.
+
+**Labels** (from the simulator's optimal path).  A *gold* shard (``smcplan train collect
+--source gold``) holds, per state :math:`s_t` on the environment's gold path (TextWorldExpress'
+``getGoldActionSequence``: the simulator's own solution), the gold action :math:`g_t` and the
+admissible set :math:`A_t`.  Each candidate :math:`a \in A_t` is labelled
+
+.. math:: y(s_t, a) = [a = g_t]
+
+(1: the action lies on the oracle path).  Chosen over Monte Carlo values from simulator clones
+because it is exact and costs one replay per seed; its limits: only states on the gold path are
+labelled, and an action that ties with the gold one (another optimal move) is labelled 0.
+
+**Examples** are the critic prompt the RLAW agent sends (:class:`smcplan.llm.Critic` on the
+``critic`` role: task, the agent's situation — retrieved facts and the current observation, as
+``Context.situation()`` renders them for the KG context —, the thought and the action), with the
+thought ``"I will <action>."`` (shards hold no actor thoughts), and the completion the role's
+JSON, ``{"logic_check": true, "safety_check": true, "critique_score": 1.0 | 0.0, "reason":
+...}``: the label is carried by the score, so a trained critic accepts (``score >= tau = 0.7``)
+the actions it believes lie on the optimal path.  Negatives are subsampled to
+``negatives_per_state`` per state (default 2) to keep the classes near balance.
+
+**Training**: RLAW's hyperparameters: LoRA r = 16, alpha = 32 on W_q, W_k, W_v, W_o, AdamW
+lr 2e-4 with a cosine schedule, weight decay 0.01, 3 epochs, effective batch 64 (``batch_size``
+x ``grad_accum``); the schedule decays to 0, not to 1e-5, because
+:func:`smcplan.llm.finetune.train_sft` has no ``min_lr`` setting yet.
+
+**Score and AUC**: the critic's score of an action is its *expected* critique score,
+:math:`\sum_v v\, p(v) / \sum_v p(v)` over the 11 allowed values after the answer's prefix
+``{"logic_check": true, "safety_check": true, "critique_score": `` (one scoring call; the
+constrained decoder's choice among the same values, without its token-level renormalisation).
+The AUC is the Mann-Whitney statistic (ties count 1/2), with a bootstrap interval that resamples
+*states* (the actions of one state are not independent).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from smcplan.errors import InvalidArgumentError, check_int, check_options
+
+__all__ = [
+    "SCORES",
+    "PREFIX",
+    "critic_labels",
+    "critic_examples",
+    "auc",
+    "CriticScore",
+    "score_actions",
+    "evaluate_critic",
+    "train_critic",
+    "run",
+]
+
+#: the critique scores the role's schema allows
+SCORES = tuple(round(0.1 * k, 1) for k in range(11))
+#: the answer up to the score, as the trained completions write it
+PREFIX = '{"logic_check": true, "safety_check": true, "critique_score": '
+REASONS = {
+    1: "The action is the next step of the shortest way to complete the task.",
+    0: "The action does not lead toward completing the task.",
+}
+
+
+def critic_labels(transitions: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``{"episode", "t", "task", "observation", "facts", "action", "label"}`` for every
+    admissible action of every state of gold-path ``transitions`` (module docstring)."""
+    out = []
+    for tr in transitions:
+        admissible = list(tr.get("admissible") or [])
+        if tr["action"] not in admissible:
+            admissible.append(tr["action"])
+        for a in admissible:
+            out.append(
+                {
+                    "episode": tr["episode"],
+                    "t": tr["t"],
+                    "task": tr["task"],
+                    "observation": tr["observation"],
+                    "facts": tr.get("facts", []),
+                    "action": a,
+                    "label": int(a == tr["action"]),
+                }
+            )
+    return out
+
+
+def _prompt(row: dict[str, Any]) -> list[dict[str, str]]:
+    from smcplan.agents.context import Context
+    from smcplan.llm.templates import load_role
+
+    facts = [tuple(f) for f in row["facts"]]
+    situation = Context(row["task"], row["observation"], triplets=facts).situation()
+    return load_role("critic").messages(
+        task=row["task"],
+        context=situation,
+        thought=f"I will {row['action']}.",
+        action=row["action"],
+    )
+
+
+def critic_examples(
+    labels: Sequence[dict[str, Any]], negatives_per_state: int | None = 2, seed: int = 0
+) -> list[dict[str, Any]]:
+    """SFT examples (prompt, completion, label, episode, t, action) from :func:`critic_labels`;
+    at most ``negatives_per_state`` negatives per state (``None``: all), drawn with ``seed``."""
+    if negatives_per_state is not None:
+        check_int(negatives_per_state, "negatives_per_state", minimum=0)
+    rng = random.Random(seed)
+    by_state: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for row in labels:
+        by_state.setdefault((row["episode"], row["t"]), []).append(row)
+    out = []
+    for rows in by_state.values():
+        pos = [r for r in rows if r["label"]]
+        neg = [r for r in rows if not r["label"]]
+        if negatives_per_state is not None and len(neg) > negatives_per_state:
+            neg = rng.sample(neg, negatives_per_state)
+        for r in pos + neg:
+            answer = PREFIX + json.dumps(float(r["label"])) + ', "reason": '
+            answer += json.dumps(REASONS[r["label"]]) + "}"
+            out.append(
+                {
+                    "prompt": _prompt(r),
+                    "completion": answer,
+                    "label": r["label"],
+                    "episode": r["episode"],
+                    "t": r["t"],
+                    "action": r["action"],
+                }
+            )
+    return out
+
+
+def auc(scores: Sequence[float], labels: Sequence[int]) -> float:
+    r"""Mann-Whitney AUC: :math:`P(s^+ > s^-) + \tfrac12 P(s^+ = s^-)` over all pairs."""
+    pos = [s for s, y in zip(scores, labels, strict=True) if y]
+    neg = [s for s, y in zip(scores, labels, strict=True) if not y]
+    if not pos or not neg:
+        raise InvalidArgumentError(
+            f"AUC needs both classes; got {len(pos)} positives and {len(neg)} negatives"
+        )
+    wins = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg)
+    return wins / (len(pos) * len(neg))
+
+
+@dataclass
+class CriticScore:
+    """AUC over ``n`` held-out actions (``positives`` of them labelled 1) of ``states`` states,
+    with a 95 % bootstrap interval over states, and the mean score of each class."""
+
+    n: int
+    positives: int
+    states: int
+    auc: float
+    auc_ci: tuple[float, float]
+    mean_positive: float
+    mean_negative: float
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def score_actions(lm: Any, examples: Sequence[dict[str, Any]], batch: int = 4) -> list[float]:
+    """The expected critique score of each example's action under ``lm`` (module docstring)."""
+    values = [json.dumps(v) for v in SCORES]
+    out = []
+    for i in range(0, len(examples), batch):
+        chunk = examples[i : i + batch]
+        prompts = [ex["prompt"] for ex in chunk for _ in values]
+        conts = [v for _ in chunk for v in values]
+        logp = lm.logprob(prompts, conts, add_eos=False, assistant_prefix=PREFIX)
+        for k in range(len(chunk)):
+            row = [float(x) for x in logp[k * len(values) : (k + 1) * len(values)]]
+            top = max(row)
+            w = [math.exp(x - top) for x in row]
+            out.append(sum(v * p for v, p in zip(SCORES, w, strict=True)) / sum(w))
+    return out
+
+
+def evaluate_critic(
+    lm: Any, examples: Sequence[dict[str, Any]], resamples: int = 2000, seed: int = 0
+) -> tuple[CriticScore, list[float]]:
+    """AUC of ``lm``'s expected critique score on labelled ``examples`` (and the scores)."""
+    t0 = time.perf_counter()
+    scores = score_actions(lm, examples)
+    labels = [int(ex["label"]) for ex in examples]
+    states: dict[tuple[str, int], list[int]] = {}
+    for j, ex in enumerate(examples):
+        states.setdefault((ex["episode"], ex["t"]), []).append(j)
+    keys = list(states)
+    rng, boots = random.Random(seed), []
+    for _ in range(resamples):
+        idx = [j for k in rng.choices(keys, k=len(keys)) for j in states[k]]
+        ys = [labels[j] for j in idx]
+        if 0 < sum(ys) < len(ys):
+            boots.append(auc([scores[j] for j in idx], ys))
+    boots.sort()
+    lo = boots[int(0.025 * (len(boots) - 1))] if boots else 0.0
+    hi = boots[int(0.975 * (len(boots) - 1))] if boots else 1.0
+    pos = [s for s, y in zip(scores, labels, strict=True) if y]
+    neg = [s for s, y in zip(scores, labels, strict=True) if not y]
+    result = CriticScore(
+        len(examples),
+        len(pos),
+        len(keys),
+        auc(scores, labels),
+        (lo, hi),
+        sum(pos) / len(pos),
+        sum(neg) / len(neg),
+        time.perf_counter() - t0,
+    )
+    return result, scores
+
+
+def _read(shards: Sequence[str | Path]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    from smcplan.train.data import read_shard
+
+    transitions, headers = [], []
+    for shard in shards:
+        read = read_shard(shard)
+        if read.header.get("source") not in (None, "gold"):
+            raise InvalidArgumentError(
+                f"{shard}: the critic's labels need a gold shard (collect --source gold), not "
+                f"source={read.header.get('source')!r}"
+            )
+        transitions += read.transitions
+        headers.append({"path": str(shard), **read.header})
+    return transitions, headers
+
+
+def train_critic(
+    shards: Sequence[str | Path],
+    out: str | Path,
+    *,
+    model: str | None = None,
+    settings: Any = None,
+    lora: Any = "default",
+    negatives_per_state: int | None = 2,
+    max_examples: int | None = None,
+    resume: bool = False,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Label, build examples and fine-tune the critic (module docstring); writes
+    ``<out>/examples.jsonl``, ``<out>/adapter`` (load it with ``agents.make("rlaw", ...,
+    critic_path=<out>/adapter)``) and ``<out>/train.json``."""
+    from smcplan.llm.finetune import LoraSettings, SFTSettings, sft_dataset, train_sft
+
+    transitions, headers = _read(shards)
+    examples = critic_examples(critic_labels(transitions), negatives_per_state, seed)
+    if max_examples is not None and len(examples) > max_examples:
+        examples = random.Random(seed).sample(
+            examples, check_int(max_examples, "max_examples", minimum=1)
+        )
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "examples.jsonl", "w", encoding="utf-8") as handle:
+        for ex in examples:
+            handle.write(json.dumps(ex) + "\n")
+    settings = settings or SFTSettings(
+        learning_rate=2e-4,
+        scheduler="cosine",
+        weight_decay=0.01,
+        epochs=3.0,
+        batch_size=4,
+        grad_accum=16,
+        seed=seed,
+    )
+    lora = LoraSettings(r=16, alpha=32) if lora == "default" else lora
+    result = train_sft(model, sft_dataset(examples), out, settings, lora=lora, resume=resume)
+    manifest = {
+        "trainer": "critic",
+        "model": model or "smollm2-135m",
+        "weights": str(result.weights),
+        "examples": len(examples),
+        "positives": sum(ex["label"] for ex in examples),
+        "steps": result.steps,
+        "seconds": result.seconds,
+        "losses": result.losses,
+        "resumed_from": result.resumed_from,
+        "settings": result.settings,
+        "shards": headers,
+    }
+    (out / "train.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    return manifest
+
+
+_OPTIONS = {
+    "negatives_per_state",
+    "max_examples",
+    "lora_r",
+    "lora_alpha",
+    "max_length",
+    "grad_accum",
+    "threads",
+    "warmup_steps",
+}
+
+
+def run(request: Any) -> dict[str, Any]:
+    """``smcplan train critic``: the registry entry; ``--opt`` keys ``negatives_per_state``,
+    ``max_examples``, ``lora_r``, ``lora_alpha``, ``max_length``, ``grad_accum`` (default 16:
+    with ``--batch-size 4`` the paper's effective batch 64), ``threads``, ``warmup_steps``."""
+    from smcplan.llm.finetune import LoraSettings, SFTSettings
+
+    opts = dict(request.options)
+    check_options("trainer 'critic'", opts, _OPTIONS)
+    if not request.data:
+        raise InvalidArgumentError(
+            "critic needs --data SHARD (a gold shard: collect --source gold)"
+        )
+    settings = SFTSettings(
+        learning_rate=request.learning_rate or 2e-4,
+        scheduler="cosine",
+        weight_decay=0.01,
+        epochs=request.epochs or 3.0,
+        max_steps=request.max_steps,
+        batch_size=request.batch_size or 4,
+        grad_accum=opts.get("grad_accum", 16),
+        save_steps=request.save_steps or 50,
+        seed=request.seed,
+        progress=request.progress,
+        max_length=opts.get("max_length", 768),
+        warmup_steps=opts.get("warmup_steps", 0),
+        threads=opts.get("threads"),
+    )
+    lora = LoraSettings(r=opts.get("lora_r", 16), alpha=opts.get("lora_alpha", 32))
+    return train_critic(
+        request.data,
+        request.out,
+        model=request.model,
+        settings=settings,
+        lora=lora,
+        negatives_per_state=opts.get("negatives_per_state", 2),
+        max_examples=opts.get("max_examples"),
+        resume=request.resume,
+        seed=request.seed,
+    )

@@ -1,0 +1,139 @@
+"""RLAW critic: gold-path labels, examples in the critic role's prompt, AUC, a training step."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from smcplan.errors import InvalidArgumentError, SmcplanError
+from smcplan.train.critic import (
+    PREFIX,
+    auc,
+    critic_examples,
+    critic_labels,
+    score_actions,
+    train_critic,
+)
+
+from .conftest import OBS, TASK
+
+
+def _transitions():
+    admissible = [["move west", "open fridge", "look around"], ["take coin", "move east"]]
+    gold = ["move west", "take coin"]
+    return [
+        {
+            "episode": "twx:coin/10000",
+            "seed": 10000,
+            "t": t,
+            "task": TASK,
+            "observation": OBS[t],
+            "action": gold[t],
+            "next_observation": OBS[t + 1],
+            "reward": float(t == 1),
+            "done": t == 1,
+            "won": t == 1,
+            "score": float(t == 1),
+            "facts": [["agent", "in", "kitchen"]],
+            "admissible": admissible[t],
+        }
+        for t in range(2)
+    ]
+
+
+def _gold_shard(path, source="gold"):
+    from smcplan.train.data import SHARD_SCHEMA
+
+    lines = [{"kind": "header", "schema": SHARD_SCHEMA, "env": "twx:coin", "source": source}]
+    lines += [{"kind": "transition", **t} for t in _transitions()]
+    lines.append(
+        {
+            "kind": "episode",
+            "episode": "twx:coin/10000",
+            "seed": 10000,
+            "won": True,
+            "steps": 2,
+            "score": 1.0,
+        }
+    )
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    return path
+
+
+def test_labels_mark_the_gold_action_of_each_state():
+    labels = critic_labels(_transitions())
+    assert [(r["t"], r["action"], r["label"]) for r in labels] == [
+        (0, "move west", 1),
+        (0, "open fridge", 0),
+        (0, "look around", 0),
+        (1, "take coin", 1),
+        (1, "move east", 0),
+    ]
+    examples = critic_examples(labels, negatives_per_state=1, seed=0)
+    assert sum(e["label"] for e in examples) == 2 and len(examples) == 4
+    ex = next(e for e in examples if e["label"])
+    body = json.loads(ex["completion"])
+    assert ex["completion"].startswith(PREFIX) and body["critique_score"] == 1.0
+    user = ex["prompt"][-1]["content"]  # the critic role's prompt, as RLAW sends it
+    assert "Agent action: move west" in user and "Known facts:" in user
+    assert "Current observation:" in user
+    with pytest.raises(SmcplanError, match="negatives_per_state"):
+        critic_examples(labels, negatives_per_state=-1)
+
+
+def test_auc_by_hand():
+    # pairs (pos, neg): 0.9>0.4, 0.9>0.1, 0.4=0.4 (1/2), 0.4>0.1 -> 3.5 / 4
+    assert auc([0.9, 0.4, 0.4, 0.1], [1, 1, 0, 0]) == 0.875
+    assert auc([0.1, 0.9], [1, 0]) == 0.0
+    with pytest.raises(InvalidArgumentError, match="both classes"):
+        auc([0.5, 0.6], [1, 1])
+
+
+def test_bad_shards_and_options_are_refused(tmp_path):
+    from smcplan.train.critic import run
+    from smcplan.train.registry import TrainRequest
+
+    with pytest.raises(InvalidArgumentError, match="gold shard"):
+        train_critic([_gold_shard(tmp_path / "o.jsonl", "oracle")], tmp_path / "out")
+    with pytest.raises(SmcplanError, match="bogus"):
+        run(
+            TrainRequest(
+                "critic", tmp_path / "out", data=[tmp_path / "o.jsonl"], options={"bogus": 1}
+            )
+        )
+    with pytest.raises(InvalidArgumentError, match="--data"):
+        run(TrainRequest("critic", tmp_path / "out"))
+
+
+@pytest.mark.slow
+def test_a_training_step_and_the_adapter_plugs_into_rlaw(tmp_path):
+    pytest.importorskip("trl")
+    from smcplan.agents import make
+    from smcplan.llm import load_model
+    from smcplan.llm.finetune import SFTSettings
+    from smcplan.llm.testing import tiny_model, tiny_model_path
+
+    base = str(tiny_model_path())
+    manifest = train_critic(
+        [_gold_shard(tmp_path / "gold.jsonl")],
+        tmp_path / "critic",
+        model=base,
+        settings=SFTSettings(
+            learning_rate=2e-4,
+            weight_decay=0.01,
+            max_steps=1,
+            batch_size=2,
+            grad_accum=1,
+            save_steps=1,
+            progress=False,
+        ),
+    )
+    assert manifest["steps"] == 1 and manifest["examples"] == 5 and manifest["positives"] == 2
+    adapter = manifest["weights"]
+    critic_lm = load_model(base, adapter=adapter, threads=1)
+    examples = [json.loads(x) for x in open(tmp_path / "critic" / "examples.jsonl")]
+    scores = score_actions(critic_lm, examples)
+    assert len(scores) == 5 and all(0.0 <= s <= 1.0 for s in scores)
+    agent = make("rlaw", lm=tiny_model(), critic_path=adapter, critic_model=base)
+    assert agent.critic_path == adapter and agent.critic.lm is not agent.lm
