@@ -12,7 +12,8 @@ It does two things while griffe reads the package statically (no module is impor
    rendered in the reference, code text otherwise); ``:math:`` becomes code text.  A role naming
    an ``smcplan`` object that does not exist is a warning, which fails ``mkdocs build --strict``.
    reST's literal-block marker ``::`` becomes ``:`` (the indented block is Markdown code as is).
-3. Doc comments.  A module constant is documented by ``#:`` comment lines right above it (the
+3. Tables.  reST simple tables become Markdown tables.
+4. Doc comments.  A module constant is documented by ``#:`` comment lines right above it (the
    Sphinx convention the package uses); griffe reads only string docstrings, so the comment
    becomes the constant's docstring.
 """
@@ -83,6 +84,55 @@ def _resolve(pkg: griffe.Module, scope: Any, target: str) -> str | None:
     return None
 
 
+_BORDER = re.compile(r"^(\s*)=+(?:\s+=+)+\s*$")
+
+
+def _tables(text: str) -> str:
+    """reST simple tables (``====  ====`` borders) as Markdown tables.
+
+    Cells are split at runs of two or more spaces (the docstrings' cells overflow their columns
+    now and then), by column otherwise; a line holding one cell continues the previous row's
+    last cell (the docstrings wrap long cells that way); a border after the first row marks it
+    as the header.
+    """
+    lines = text.split("\n")
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        if not _BORDER.match(lines[i]):
+            out.append(lines[i])
+            i += 1
+            continue
+        starts = [m.start() for m in re.finditer(r"=+", lines[i])]
+        rows: list[list[str]] = []
+        header: list[str] | None = None
+        i += 1
+        while i < len(lines) and not (
+            _BORDER.match(lines[i]) and (header is not None or len(rows) != 1)
+        ):
+            if _BORDER.match(lines[i]):
+                header = rows.pop()
+            elif lines[i].strip():
+                cells = re.split(r"\s{2,}", lines[i].strip())
+                if len(cells) != len(starts) and len(cells) > 1:  # a cell overflows: by column
+                    line = lines[i].ljust(starts[-1] + 1)
+                    ends = [*starts[1:], len(line)]
+                    cells = [line[a:b].strip() for a, b in zip(starts, ends, strict=True)]
+                if rows and len(cells) == 1:
+                    rows[-1][-1] = f"{rows[-1][-1]} {cells[0]}".strip()
+                else:
+                    rows.append(cells + [""] * (len(starts) - len(cells)))
+            i += 1
+        i += 1  # the closing border
+
+        def row(cells: list[str]) -> str:
+            return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+        out += ["", row(header or [""] * len(starts)), row(["---"] * len(starts))]
+        out += [row(r) for r in rows] + [""]
+    return "\n".join(out)
+
+
 def _rewrite(pkg: griffe.Module, obj: Any, text: str) -> str:
     def role(match: re.Match[str]) -> str:
         kind, body = match.groups()
@@ -108,6 +158,7 @@ def _rewrite(pkg: griffe.Module, obj: Any, text: str) -> str:
             f"<code>{html.escape(shown)}</code></autoref>"
         )
 
+    text = _tables(text)
     # ``plan``'s entries are filled in at import time; here the overload signatures show them.
     text = re.sub(r"::\s*\{entries\}", ": the two overload signatures shown above.", text)
     # reST's literal-block marker ``text::`` (Markdown's indented block needs no marker).
