@@ -269,7 +269,7 @@ def train_grpo_mr(config: GRPOMRConfig, progress: bool = True) -> dict[str, Any]
                 "mean_process_return": sum(sum(g["rewards"]) for g in group) / len(group),
                 "tags": [t for g in group for t in g["tags"]],
                 "advantage_abs_mean": sum(abs(a) for a in flat) / max(1, len(flat)),
-                **stats.to_dict(),
+                "update": stats.to_dict(),
             }
             log.append(line)
             with open(out / "log.jsonl", "a", encoding="utf-8") as handle:

@@ -166,3 +166,34 @@ def test_policy_update_raises_the_logprob_of_a_positive_answer():
     assert after[0] > before[0] and after[1] < before[1]
     # the rollout model is the policy: sampling through the LanguageModel sees the update
     assert lm.logprob([prompt], [good], add_eos=True)[0] == pytest.approx(after[0], abs=1e-3)
+
+
+@pytest.mark.slow
+def test_cold_start_adapter_is_the_frozen_kl_reference(tmp_path):
+    pytest.importorskip("peft")
+    from smcplan.llm import load_model
+    from smcplan.llm.finetune.grpo import PolicyOptimizer, PolicySettings
+    from smcplan.llm.testing import tiny_model_path
+
+    def fresh():
+        return load_model(tiny_model_path(), device="cpu", threads=1, prefix_cache=False)
+
+    prompt = [{"role": "user", "content": "Task: find the coin."}]
+    good = "<explore>east</explore>\n<action>move east</action>"
+    first = PolicyOptimizer(fresh(), None, PolicySettings(learning_rate=5e-3, kl_coef=0.0))
+    first.update([prompt], [good], [1.0])
+    cold = first.save(tmp_path / "cold")
+    policy = PolicyOptimizer(
+        fresh(), cold, PolicySettings(learning_rate=5e-3, epochs=3, kl_coef=0.1)
+    )
+    assert policy.reference == "adapter"
+    start = policy.sequence_logprobs([prompt], [good])[0]
+    ids, attention, mask = policy._batch([prompt], [good])
+    ref_before = float((policy._reference_logp(ids, attention) * mask).sum())
+    assert ref_before == pytest.approx(start, abs=1e-4)  # the reference starts as the policy
+    stats = policy.update([prompt], [good], [1.0])
+    ref_after = float((policy._reference_logp(ids, attention) * mask).sum())
+    assert ref_after == ref_before  # frozen
+    assert policy.sequence_logprobs([prompt], [good])[0] > start and stats.kl > 0
+    trainable = [n for n, p in policy.model.named_parameters() if p.requires_grad]
+    assert trainable and all(".default." in n for n in trainable)

@@ -251,7 +251,7 @@ class PolicyOptimizer:
                 params = [p for p in self.model.parameters() if p.requires_grad]
                 torch.nn.utils.clip_grad_norm_(params, s.max_grad_norm)
                 self.optimizer.step()
-                losses.append(float(loss))
+                losses.append(float(loss.detach()))
                 kls.append(stats["kl"])
                 clips.append(stats["clip_fraction"])
                 steps += 1

@@ -1,0 +1,61 @@
+"""Critic AUC on held-out gold-path actions: the prompted critic vs a trained adapter.
+
+    python scripts/critic_auc.py --data runs/critic/gold-test.jsonl --states 25 \
+        --adapter runs/critic/lora/adapter --out runs/critic/auc.json
+
+Samples ``--states`` states of the held-out shard (seeded), labels *every* admissible action of
+each (smcplan.train.critic: 1 iff it is the gold action), scores them with the base model's
+critic prompt and, with ``--adapter``, with the trained critic; prints AUC with a bootstrap
+interval over states and writes everything to ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+from pathlib import Path
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", required=True, type=Path)
+    ap.add_argument("--states", type=int, default=25)
+    ap.add_argument("--model", default=None)
+    ap.add_argument("--adapter", type=Path)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args()
+
+    from smcplan.llm import load_model
+    from smcplan.train.critic import critic_examples, critic_labels, evaluate_critic
+    from smcplan.train.data import read_shard
+
+    rows = read_shard(args.data).transitions
+    rows = random.Random(args.seed).sample(rows, min(args.states, len(rows)))
+    examples = critic_examples(critic_labels(rows), negatives_per_state=None)
+    result = {"data": str(args.data), "states": len(rows), "n": len(examples)}
+    critics = [("prompted", None)] + ([("trained", args.adapter)] if args.adapter else [])
+    for name, adapter in critics:
+        lm = load_model(args.model, adapter=adapter, threads=1)
+        score, scores = evaluate_critic(lm, examples, seed=args.seed)
+        lo, hi = score.auc_ci
+        print(
+            f"{name}: n={score.n} ({score.positives} positive, {score.states} states) "
+            f"AUC={score.auc:.3f} [{lo:.3f}, {hi:.3f}] mean score +{score.mean_positive:.3f} "
+            f"-{score.mean_negative:.3f} ({score.seconds:.0f} s)",
+            flush=True,
+        )
+        result[name] = {
+            **score.to_dict(),
+            "adapter": str(adapter) if adapter else None,
+            "scores": scores,
+        }
+        del lm
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=2), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
