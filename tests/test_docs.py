@@ -128,3 +128,20 @@ def test_signatures_of_the_entry_point_are_in_the_reference(site: Path):
     assert 'id="smcplan.plan"' in text
     for parameter in ("pomdp_or_task", "num_particles", "admissible_actions"):
         assert parameter in text, parameter
+
+
+def test_the_lazy_names_the_reference_adds_are_those_import_resolves():
+    """docs/hooks/griffe_smcplan.py's ``LAZY`` table against ``smcplan.__getattr__``."""
+    import importlib
+
+    import smcplan
+
+    spec = importlib.util.spec_from_file_location(
+        "griffe_smcplan_lazy", ROOT / "docs" / "hooks" / "griffe_smcplan.py"
+    )
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    assert set(hooks.LAZY["smcplan"]) == set(smcplan.__all__) - {"__version__"}
+    for name, target in hooks.LAZY["smcplan"].items():
+        module, _, attr = target.rpartition(".")
+        assert getattr(smcplan, name) is getattr(importlib.import_module(module), attr), name

@@ -1,6 +1,6 @@
 """Griffe extension for smcplan's API reference (mkdocs.yml loads it; nothing imports it).
 
-It does two things while griffe reads the package statically (no module is imported):
+It does four things while griffe reads the package statically (no module is imported):
 
 1. Lazy names.  ``smcplan.plan`` and the names of ``smcplan.llm`` are resolved on first use by a
    module ``__getattr__`` (so ``import smcplan`` imports no JAX or torch); griffe cannot see them,
