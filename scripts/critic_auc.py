@@ -25,6 +25,7 @@ def main() -> None:
     ap.add_argument("--adapter", type=Path)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--skip-prompted", action="store_true", help="score the adapter only")
     args = ap.parse_args()
 
     from smcplan.llm import load_model
@@ -35,7 +36,8 @@ def main() -> None:
     rows = random.Random(args.seed).sample(rows, min(args.states, len(rows)))
     examples = critic_examples(critic_labels(rows), negatives_per_state=None)
     result = {"data": str(args.data), "states": len(rows), "n": len(examples)}
-    critics = [("prompted", None)] + ([("trained", args.adapter)] if args.adapter else [])
+    critics = [] if args.skip_prompted else [("prompted", None)]
+    critics += [("trained", args.adapter)] if args.adapter else []
     for name, adapter in critics:
         lm = load_model(args.model, adapter=adapter, threads=1)
         score, scores = evaluate_critic(lm, examples, seed=args.seed)

@@ -226,7 +226,7 @@ def train_grpo_mr(config: GRPOMRConfig, progress: bool = True) -> dict[str, Any]
     cfg = config.validated()
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
-    lm = load_model(cfg.model, threads=cfg.threads, prefix_cache=False, seed=cfg.seed)
+    lm = load_model(cfg.model, threads=cfg.threads, seed=cfg.seed)  # cache cleared per update
     policy = PolicyOptimizer(
         lm,
         cfg.adapter,

@@ -152,7 +152,7 @@ def test_policy_update_raises_the_logprob_of_a_positive_answer():
     from smcplan.llm.finetune.grpo import PolicyOptimizer, PolicySettings
     from smcplan.llm.testing import tiny_model_path
 
-    lm = load_model(tiny_model_path(), device="cpu", threads=1, prefix_cache=False)
+    lm = load_model(tiny_model_path(), device="cpu", threads=1)  # prefix cache on
     policy = PolicyOptimizer(
         lm, None, PolicySettings(learning_rate=5e-3, epochs=3, minibatch_size=2, kl_coef=0.0)
     )
@@ -160,11 +160,13 @@ def test_policy_update_raises_the_logprob_of_a_positive_answer():
     good = "<explore>try east</explore>\n<action>move east</action>"
     bad = "<monitor>wait</monitor>\n<action>look around</action>"
     before = policy.sequence_logprobs([prompt, prompt], [good, bad])
+    cached = lm.logprob([prompt], [good], add_eos=True)[0]  # fills the prefix cache
+    assert cached == pytest.approx(before[0], abs=1e-3)
     stats = policy.update([prompt, prompt], [good, bad], [1.0, -1.0])
     after = policy.sequence_logprobs([prompt, prompt], [good, bad])
     assert stats.steps == 3 and stats.tokens > 0
     assert after[0] > before[0] and after[1] < before[1]
-    # the rollout model is the policy: sampling through the LanguageModel sees the update
+    # the rollout model is the policy, and the stale prefix cache was emptied by the update
     assert lm.logprob([prompt], [good], add_eos=True)[0] == pytest.approx(after[0], abs=1e-3)
 
 

@@ -118,10 +118,12 @@ class PolicyOptimizer:
     """A trainable LoRA policy inside a :class:`smcplan.llm.LanguageModel` (so rollouts and
     updates use the same weights and the same prompt rendering).
 
-    ``lm``: loaded with ``prefix_cache=False`` (the weights change between calls); its
-    transformers model is wrapped in place: with ``adapter`` (a cold-start adapter folder) that
-    adapter becomes trainable and a frozen copy named ``"reference"`` is the KL reference; with
-    ``adapter=None`` a fresh LoRA (``lora``) is trained and the reference is the base model.
+    ``lm``: its prefix cache (if on) is emptied after every update, since cached key/values go
+    stale when the weights change (within one rollout phase the weights are fixed, so the cache
+    is valid there); its transformers model is wrapped in place: with ``adapter`` (a
+    cold-start adapter folder) that adapter becomes trainable and a frozen copy named
+    ``"reference"`` is the KL reference; with ``adapter=None`` a fresh LoRA (``lora``) is
+    trained and the reference is the base model.
     """
 
     def __init__(
@@ -138,11 +140,6 @@ class PolicyOptimizer:
         from smcplan.llm.finetune.lora import lora_config
 
         self.settings = (settings or PolicySettings()).validated()
-        if getattr(lm, "prefix_cache", None) is not None:
-            raise FinetuneError(
-                "PolicyOptimizer needs lm loaded with prefix_cache=False: cached key/values "
-                "go stale when the weights change"
-            )
         torch.manual_seed(self.settings.seed)
         base = lm.model
         if adapter is not None:
@@ -255,6 +252,8 @@ class PolicyOptimizer:
                 kls.append(stats["kl"])
                 clips.append(stats["clip_fraction"])
                 steps += 1
+        if getattr(self.lm, "prefix_cache", None) is not None:
+            self.lm.prefix_cache.clear()  # the key/values of the old weights are stale
         tokens = int(sum(float(b[2].sum()) for b in batches))
         return UpdateStats(steps, sum(losses) / steps, sum(kls) / steps, sum(clips) / steps, tokens)
 
