@@ -15,9 +15,18 @@ from smcplan.train.grpo_mr import (
     grpo_advantages,
     grpo_mr_advantages,
 )
+from tests.tolerance import llama_logprob_tol
 
 EPS = 1e-6
 U = 2.0**-52  # float64 unit roundoff (times 2)
+
+
+def _two_pass_tol(lm, prompt, text: str) -> float:
+    """|two float32 forward passes of other shapes| of the summed log-prob of ``text`` after
+    ``prompt`` (the policy's own pass against the scoring path): tests/tolerance.py's rounding
+    model in the tiny model's sizes, context = prompt + continuation."""
+    n = len(lm.encode_continuation(text, add_eos=True))
+    return llama_logprob_tol(lm.model, n, len(lm.encode_prompt(prompt)) + n + 1)
 
 
 def _tol(n_terms: int, magnitude: float) -> float:
@@ -153,21 +162,22 @@ def test_policy_update_raises_the_logprob_of_a_positive_answer():
     from smcplan.llm.testing import tiny_model_path
 
     lm = load_model(tiny_model_path(), device="cpu", threads=1)  # prefix cache on
+    prompt = [{"role": "user", "content": "Task: find the coin. Admissible: move east"}]
+    good = "<explore>try east</explore>\n<action>move east</action>"
+    tol = _two_pass_tol(lm, prompt, good)  # before PEFT wraps the model
     policy = PolicyOptimizer(
         lm, None, PolicySettings(learning_rate=5e-3, epochs=3, minibatch_size=2, kl_coef=0.0)
     )
-    prompt = [{"role": "user", "content": "Task: find the coin. Admissible: move east"}]
-    good = "<explore>try east</explore>\n<action>move east</action>"
     bad = "<monitor>wait</monitor>\n<action>look around</action>"
     before = policy.sequence_logprobs([prompt, prompt], [good, bad])
     cached = lm.logprob([prompt], [good], add_eos=True)[0]  # fills the prefix cache
-    assert cached == pytest.approx(before[0], abs=1e-3)
+    assert cached == pytest.approx(before[0], abs=tol)
     stats = policy.update([prompt, prompt], [good, bad], [1.0, -1.0])
     after = policy.sequence_logprobs([prompt, prompt], [good, bad])
     assert stats.steps == 3 and stats.tokens > 0
     assert after[0] > before[0] and after[1] < before[1]
     # the rollout model is the policy, and the stale prefix cache was emptied by the update
-    assert lm.logprob([prompt], [good], add_eos=True)[0] == pytest.approx(after[0], abs=1e-3)
+    assert lm.logprob([prompt], [good], add_eos=True)[0] == pytest.approx(after[0], abs=tol)
 
 
 @pytest.mark.slow
@@ -182,6 +192,7 @@ def test_cold_start_adapter_is_the_frozen_kl_reference(tmp_path):
 
     prompt = [{"role": "user", "content": "Task: find the coin."}]
     good = "<explore>east</explore>\n<action>move east</action>"
+    tol = _two_pass_tol(fresh(), prompt, good)
     first = PolicyOptimizer(fresh(), None, PolicySettings(learning_rate=5e-3, kl_coef=0.0))
     first.update([prompt], [good], [1.0])
     cold = first.save(tmp_path / "cold")
@@ -192,7 +203,7 @@ def test_cold_start_adapter_is_the_frozen_kl_reference(tmp_path):
     start = policy.sequence_logprobs([prompt], [good])[0]
     ids, attention, mask = policy._batch([prompt], [good])
     ref_before = float((policy._reference_logp(ids, attention) * mask).sum())
-    assert ref_before == pytest.approx(start, abs=1e-4)  # the reference starts as the policy
+    assert ref_before == pytest.approx(start, abs=tol)  # the reference starts as the policy
     stats = policy.update([prompt], [good], [1.0])
     ref_after = float((policy._reference_logp(ids, attention) * mask).sum())
     assert ref_after == ref_before  # frozen
