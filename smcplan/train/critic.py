@@ -21,9 +21,8 @@ the actions it believes lie on the optimal path.  Negatives are subsampled to
 ``negatives_per_state`` per state (default 2) to keep the classes near balance.
 
 **Training**: RLAW's hyperparameters: LoRA r = 16, alpha = 32 on W_q, W_k, W_v, W_o, AdamW
-lr 2e-4 with a cosine schedule, weight decay 0.01, 3 epochs, effective batch 64 (``batch_size``
-x ``grad_accum``); the schedule decays to 0, not to 1e-5, because
-:func:`smcplan.llm.finetune.train_sft` has no ``min_lr`` setting yet.
+lr 2e-4 with a cosine schedule down to 1e-5 (``cosine_with_min_lr``), weight decay 0.01, 3
+epochs, effective batch 64 (``batch_size`` x ``grad_accum``).
 
 **Score and AUC**: the critic's score of an action is its *expected* critique score,
 :math:`\sum_v v\, p(v) / \sum_v p(v)` over the 11 allowed values after the answer's prefix
@@ -267,7 +266,8 @@ def train_critic(
             handle.write(json.dumps(ex) + "\n")
     settings = settings or SFTSettings(
         learning_rate=2e-4,
-        scheduler="cosine",
+        scheduler="cosine_with_min_lr",
+        min_lr=1e-5,
         weight_decay=0.01,
         epochs=3.0,
         batch_size=4,
@@ -317,9 +317,11 @@ def run(request: Any) -> dict[str, Any]:
         raise InvalidArgumentError(
             "critic needs --data SHARD (a gold shard: collect --source gold)"
         )
+    lr = request.learning_rate or 2e-4
     settings = SFTSettings(
-        learning_rate=request.learning_rate or 2e-4,
-        scheduler="cosine",
+        learning_rate=lr,
+        scheduler="cosine_with_min_lr",
+        min_lr=min(1e-5, lr),  # RLAW's cosine to 1e-5
         weight_decay=0.01,
         epochs=request.epochs or 3.0,
         max_steps=request.max_steps,

@@ -210,3 +210,26 @@ def test_one_real_smollm2_lora_step(tmp_path):
     lm = _lm(None, result.weights)
     assert lm.name.startswith("smollm2-135m+")
     assert np.isfinite(lm.logprob([EXAMPLES[0]["prompt"]], [EXAMPLES[0]["completion"]])).all()
+
+
+def test_the_cosine_schedule_stops_at_min_lr(tiny_path, tmp_path):
+    """RLAW's schedule: cosine from lr to min_lr. With lr = 1e-3, min_lr = 5e-4 and 4 steps every
+    logged rate lies in [min_lr, lr]; the plain cosine would log 1e-3 (1 + cos(3 pi / 4)) / 2 =
+    1.5e-4 at the last step, below the floor."""
+    import json
+
+    settings = SFTSettings(
+        learning_rate=1e-3, scheduler="cosine_with_min_lr", min_lr=5e-4, max_steps=4,
+        batch_size=2, save_steps=4, **FAST,
+    )  # fmt: skip
+    train_sft(tiny_path, sft_dataset(EXAMPLES[:2] * 4), tmp_path, settings)
+    last = tmp_path / "checkpoints" / "checkpoint-4"
+    state = json.loads((last / "trainer_state.json").read_text())
+    rates = [e["learning_rate"] for e in state["log_history"] if "learning_rate" in e]
+    assert len(rates) == 4 and all(5e-4 <= r <= 1e-3 for r in rates), rates
+    for bad, message in [
+        (dict(min_lr=1e-5), "floor of scheduler='cosine_with_min_lr'"),
+        (dict(scheduler="cosine_with_min_lr"), "needs min_lr="),
+    ]:
+        with pytest.raises(FinetuneError, match=message):
+            SFTSettings(**bad).validated()

@@ -41,7 +41,9 @@ __all__ = [
 @dataclass(frozen=True)
 class SFTSettings:
     """Optimisation settings (AdamW): ``learning_rate`` with a ``scheduler`` (``"cosine"``,
-    ``"linear"``, ``"constant"``) after ``warmup_steps``, ``weight_decay``; ``epochs`` or, when
+    ``"cosine_with_min_lr"``, ``"linear"``, ``"constant"``) after ``warmup_steps``, ``min_lr``
+    (the floor of ``"cosine_with_min_lr"``: lr_t = min_lr + (lr - min_lr)(1 + cos(pi t/T))/2),
+    ``weight_decay``; ``epochs`` or, when
     set, ``max_steps`` optimizer steps; ``batch_size`` × ``grad_accum`` examples per step;
     ``max_length`` tokens per example (longer ones are cut); ``save_steps`` between checkpoints;
     ``seed`` (weights init of the adapter, data order, dropout); ``threads`` (CPU); ``bf16``
@@ -52,6 +54,7 @@ class SFTSettings:
 
     learning_rate: float = 2e-4
     scheduler: str = "cosine"
+    min_lr: float | None = None
     warmup_steps: int = 0
     weight_decay: float = 0.01
     epochs: float = 1.0
@@ -82,6 +85,15 @@ class SFTSettings:
                 f"unknown scheduler {self.scheduler!r}; known: cosine, cosine_with_min_lr, "
                 "linear, constant"
             )
+        if self.min_lr is not None:
+            check_float(self.min_lr, "min_lr", minimum=0.0, maximum=self.learning_rate)
+            if self.scheduler != "cosine_with_min_lr":
+                raise FinetuneError(
+                    f"min_lr={self.min_lr} is the floor of scheduler='cosine_with_min_lr'; got "
+                    f"scheduler={self.scheduler!r} (set it, or drop min_lr)"
+                )
+        elif self.scheduler == "cosine_with_min_lr":
+            raise FinetuneError("scheduler='cosine_with_min_lr' needs min_lr= (e.g. 1e-5)")
         return self
 
 
@@ -191,6 +203,7 @@ def train_sft(
         output_dir=str(out / "checkpoints"),
         learning_rate=s.learning_rate,
         lr_scheduler_type=s.scheduler,
+        lr_scheduler_kwargs={"min_lr": s.min_lr} if s.min_lr is not None else {},
         warmup_steps=s.warmup_steps,
         weight_decay=s.weight_decay,
         num_train_epochs=s.epochs,
