@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from smcplan.errors import InvalidArgumentError, check_int, check_options
+from smcplan.train.data import subsample_and_save
 
 __all__ = [
     "SCORES",
@@ -255,15 +256,7 @@ def train_critic(
 
     transitions, headers = _read(shards)
     examples = critic_examples(critic_labels(transitions), negatives_per_state, seed)
-    if max_examples is not None and len(examples) > max_examples:
-        examples = random.Random(seed).sample(
-            examples, check_int(max_examples, "max_examples", minimum=1)
-        )
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    with open(out / "examples.jsonl", "w", encoding="utf-8") as handle:
-        for ex in examples:
-            handle.write(json.dumps(ex) + "\n")
+    examples, out = subsample_and_save(examples, max_examples, seed, out)
     settings = settings or SFTSettings(
         learning_rate=2e-4,
         scheduler="cosine_with_min_lr",

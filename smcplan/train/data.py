@@ -21,14 +21,16 @@ from __future__ import annotations
 
 import json
 import os
+import random
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from smcplan.errors import SmcplanError
+from smcplan.errors import SmcplanError, check_int
 
 __all__ = [
+    "subsample_and_save",
     "SHARD_SCHEMA",
     "DatasetLineError",
     "Shard",
@@ -191,3 +193,24 @@ def read_examples(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     if not rows:
         raise DatasetLineError(p, 1, "no examples in the file", "build examples first")
     return rows
+
+
+def subsample_and_save(
+    examples: list[dict[str, Any]],
+    max_examples: int | None,
+    seed: int,
+    out: str | os.PathLike[str],
+) -> tuple[list[dict[str, Any]], Path]:
+    """At most ``max_examples`` of ``examples`` (a uniform sample without replacement, seeded by
+    ``seed``; all of them when ``None`` or fewer), written one JSON object a line to
+    ``out/examples.jsonl`` (``out`` is created); returns the kept examples and ``out``."""
+    if max_examples is not None and len(examples) > max_examples:
+        examples = random.Random(seed).sample(
+            examples, check_int(max_examples, "max_examples", minimum=1)
+        )
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "examples.jsonl", "w", encoding="utf-8") as handle:
+        for ex in examples:
+            handle.write(json.dumps(ex) + "\n")
+    return examples, out

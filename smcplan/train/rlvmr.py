@@ -35,7 +35,8 @@ from typing import Any
 from smcplan.agents.llm_agent import Decision
 from smcplan.agents.rlvmr import RLVMRAgent
 from smcplan.agents.rlvmr_rewards import TaggedStep, format_response, looks_invalid
-from smcplan.errors import InvalidArgumentError, check_int, check_options
+from smcplan.errors import InvalidArgumentError, check_options
+from smcplan.train.data import subsample_and_save
 
 __all__ = ["annotate", "cold_start_examples", "train_cold_start", "run"]
 
@@ -161,7 +162,6 @@ def train_cold_start(
     """Cold-start SFT (TRL ``SFTTrainer`` through :func:`smcplan.llm.finetune.train_sft`) on the
     tagged successful episodes of ``shards``; defaults lr 1e-5, 5 epochs (the paper's), LoRA
     r = 16.  Writes ``<out>/examples.jsonl``, ``<out>/adapter`` and ``<out>/train.json``."""
-    import random
 
     from smcplan.llm import load_model
     from smcplan.llm.finetune import LoraSettings, SFTSettings, sft_dataset, train_sft
@@ -177,15 +177,7 @@ def train_cold_start(
     del lm
     if not examples:
         raise InvalidArgumentError("no won episode in the shards: the cold start needs successes")
-    if max_examples is not None and len(examples) > max_examples:
-        examples = random.Random(seed).sample(
-            examples, check_int(max_examples, "max_examples", minimum=1)
-        )
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    with open(out / "examples.jsonl", "w", encoding="utf-8") as handle:
-        for ex in examples:
-            handle.write(json.dumps(ex) + "\n")
+    examples, out = subsample_and_save(examples, max_examples, seed, out)
     lora = LoraSettings() if lora == "default" else lora
     t0 = time.perf_counter()
     result = train_sft(

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from smcplan.errors import InvalidArgumentError, check_int
-from smcplan.train.data import read_shard
+from smcplan.train.data import read_shard, subsample_and_save
 
 __all__ = [
     "OBS_CHARS",
@@ -214,7 +214,6 @@ def train_world_model(
     :func:`smcplan.llm.finetune.train_sft`, and write ``<out>/train.json`` (what was trained,
     on what, how long).  ``lora``: ``"default"`` (r=16, alpha=32), a
     :class:`~smcplan.llm.finetune.LoraSettings`, or ``None`` (full fine-tune)."""
-    import random
 
     from smcplan.llm.finetune import LoraSettings, SFTSettings, sft_dataset, train_sft
 
@@ -224,15 +223,7 @@ def train_world_model(
         transitions += read.transitions
         headers.append({"path": str(shard), **read.header})
     examples = world_model_examples(transitions, depths)
-    if max_examples is not None and len(examples) > max_examples:
-        examples = random.Random(seed).sample(
-            examples, check_int(max_examples, "max_examples", minimum=1)
-        )
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    with open(out / "examples.jsonl", "w", encoding="utf-8") as handle:
-        for ex in examples:
-            handle.write(json.dumps(ex) + "\n")
+    examples, out = subsample_and_save(examples, max_examples, seed, out)
     lora = LoraSettings() if lora == "default" else lora
     result = train_sft(
         model,
