@@ -110,7 +110,9 @@ def _header(
 
 
 def _prepare(path: Path, header: dict[str, Any], resume: bool) -> set[str]:
-    """Start a fresh shard, or (resume) keep its finished episodes and return their ids."""
+    """Start a fresh shard, or (resume) keep its finished episodes and return their ids; a
+    resume that asks for new seeds adds them to the header's ``seeds`` and records the commit
+    that added them under ``resumes``."""
     if path.exists() and not resume:
         raise CollectError(f"{path} exists; pass --resume to continue it or choose another --out")
     if not path.exists():
@@ -124,10 +126,20 @@ def _prepare(path: Path, header: dict[str, Any], resume: bool) -> set[str]:
                 f"{path} was collected with {key}={shard.header.get(key)!r}, not "
                 f"{header.get(key)!r}; resume with the same settings or write a new --out"
             )
-    if shard.partial:  # rewrite without the interrupted episode, atomically
+    # the header keeps every seed asked for and, per resume, the commit and seeds it added
+    known = list(shard.header.get("seeds") or [])
+    added = [s for s in header.get("seeds", []) if s not in set(known)]
+    merged = dict(shard.header)
+    if added:
+        merged["seeds"] = known + added
+        merged["resumes"] = [
+            *shard.header.get("resumes", []),
+            {"commit": header.get("commit"), "seeds": added, "at": header.get("created")},
+        ]
+    if shard.partial or merged != shard.header:  # rewrite (atomically), a torn episode dropped
         tmp = path.with_suffix(path.suffix + ".tmp")
         with open(tmp, "w", encoding="utf-8") as handle:
-            handle.write(json.dumps(shard.header) + "\n")
+            handle.write(json.dumps(merged) + "\n")
             for t in shard.transitions:
                 handle.write(json.dumps(t) + "\n")
             for e in shard.episodes.values():

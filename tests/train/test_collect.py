@@ -43,6 +43,10 @@ def test_gold_collection_writes_a_resumable_shard(tmp_path):
     assert (again.played, again.skipped) == (1, 1)
     shard = read_shard(out)
     assert sorted(shard.episodes) == ["twx:coin/10000", "twx:coin/10001"] and not shard.partial
+    # the header keeps every seed asked for, and which resume added which
+    assert shard.header["seeds"] == [10000, 10001]
+    assert [r["seeds"] for r in shard.header["resumes"]] == [[10001]]
+    assert shard.header["resumes"][0]["commit"] == shard.header["commit"]
     assert [t["t"] for t in shard.transitions if t["seed"] == 10001][0] == 0
     with pytest.raises(CollectError, match="exists; pass --resume"):
         collect("twx:coin", [10000], out, source="gold", split="dev", progress=False)
