@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from smcplan.errors import InvalidArgumentError, check_int
+from smcplan.eval.metrics import Z_95, wilson_interval
 from smcplan.train.data import read_shard, subsample_and_save
 
 __all__ = [
@@ -123,15 +124,6 @@ def token_f1(prediction: str, truth: str) -> float:
     return 2.0 * common / (len(p) + len(t))
 
 
-def _wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
-    if n == 0:
-        return (0.0, 1.0)
-    phat = k / n
-    centre = (phat + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(phat * (1 - phat) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return (max(0.0, centre - half), min(1.0, centre + half))
-
-
 @dataclass
 class WorldModelScore:
     """Exact match and token F1 over ``n`` held-out examples (with 95 % intervals)."""
@@ -192,9 +184,10 @@ def evaluate_world_model(
     f1s = [p["f1"] for p in preds]
     mean = sum(f1s) / n
     sd = math.sqrt(sum((f - mean) ** 2 for f in f1s) / (n - 1)) if n > 1 else 0.0
-    half = 1.959964 * sd / math.sqrt(n)
+    half = Z_95 * sd / math.sqrt(n)
     return WorldModelScore(
-        n, k / n, _wilson(k, n), mean, (mean - half, mean + half), time.perf_counter() - t0, preds
+        n, k / n, wilson_interval(k, n), mean, (mean - half, mean + half),
+        time.perf_counter() - t0, preds,
     )
 
 
