@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from smcplan.errors import InvalidArgumentError, check_int, check_options
-from smcplan.train.data import subsample_and_save
+from smcplan.train.data import subsample_and_save, write_sft_manifest
 
 __all__ = [
     "SCORES",
@@ -269,21 +269,10 @@ def train_critic(
     )
     lora = LoraSettings(r=16, alpha=32) if lora == "default" else lora
     result = train_sft(model, sft_dataset(examples), out, settings, lora=lora, resume=resume)
-    manifest = {
-        "trainer": "critic",
-        "model": model or "smollm2-135m",
-        "weights": str(result.weights),
-        "examples": len(examples),
-        "positives": sum(ex["label"] for ex in examples),
-        "steps": result.steps,
-        "seconds": result.seconds,
-        "losses": result.losses,
-        "resumed_from": result.resumed_from,
-        "settings": result.settings,
-        "shards": headers,
-    }
-    (out / "train.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
-    return manifest
+    positives = sum(ex["label"] for ex in examples)
+    return write_sft_manifest(
+        out, "critic", model, result, examples, headers, positives=positives
+    )
 
 
 _OPTIONS = {

@@ -31,6 +31,7 @@ from smcplan.errors import SmcplanError, check_int
 
 __all__ = [
     "subsample_and_save",
+    "write_sft_manifest",
     "SHARD_SCHEMA",
     "DatasetLineError",
     "Shard",
@@ -214,3 +215,33 @@ def subsample_and_save(
         for ex in examples:
             handle.write(json.dumps(ex) + "\n")
     return examples, out
+
+
+def write_sft_manifest(
+    out: Path,
+    trainer: str,
+    model: str | None,
+    result: Any,
+    examples: list[dict[str, Any]],
+    headers: list[dict[str, Any]],
+    **extra: Any,
+) -> dict[str, Any]:
+    """``out/train.json`` of an SFT trainer (``result``: an
+    :class:`~smcplan.llm.finetune.SFTResult`): the trainer, model, weights, example count,
+    ``extra`` fields, steps, seconds, losses, resume point, settings and the shards' headers;
+    returns the manifest."""
+    manifest = {
+        "trainer": trainer,
+        "model": model or "smollm2-135m",
+        "weights": str(result.weights),
+        "examples": len(examples),
+        **extra,
+        "steps": result.steps,
+        "seconds": result.seconds,
+        "losses": result.losses,
+        "resumed_from": result.resumed_from,
+        "settings": result.settings,
+        "shards": headers,
+    }
+    (Path(out) / "train.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    return manifest

@@ -26,7 +26,6 @@ trained adapter plugs into ``smcplan.agents.make("rlvmr", lm=load_model(adapter=
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -36,7 +35,7 @@ from smcplan.agents.llm_agent import Decision
 from smcplan.agents.rlvmr import RLVMRAgent
 from smcplan.agents.rlvmr_rewards import TaggedStep, format_response, looks_invalid
 from smcplan.errors import InvalidArgumentError, check_options
-from smcplan.train.data import subsample_and_save
+from smcplan.train.data import subsample_and_save, write_sft_manifest
 
 __all__ = ["annotate", "cold_start_examples", "train_cold_start", "run"]
 
@@ -191,22 +190,10 @@ def train_cold_start(
     tags: dict[str, int] = {}
     for ex in examples:
         tags[ex["tag"]] = tags.get(ex["tag"], 0) + 1
-    manifest = {
-        "trainer": "cold-start",
-        "model": model or "smollm2-135m",
-        "weights": str(result.weights),
-        "examples": len(examples),
-        "tags": tags,
-        "steps": result.steps,
-        "seconds": result.seconds,
-        "wall_seconds": time.perf_counter() - t0,
-        "losses": result.losses,
-        "resumed_from": result.resumed_from,
-        "settings": result.settings,
-        "shards": headers,
-    }
-    (out / "train.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
-    return manifest
+    return write_sft_manifest(
+        out, "cold-start", model, result, examples, headers,
+        tags=tags, wall_seconds=time.perf_counter() - t0,
+    )  # fmt: skip
 
 
 _OPTIONS = {"max_examples", "lora_r", "lora_alpha", "max_length", "grad_accum", "threads"}

@@ -22,7 +22,6 @@ Wilson interval for exact match.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import time
@@ -34,7 +33,7 @@ from typing import Any
 
 from smcplan.errors import InvalidArgumentError, check_int
 from smcplan.eval.metrics import Z_95, wilson_interval
-from smcplan.train.data import read_shard, subsample_and_save
+from smcplan.train.data import read_shard, subsample_and_save, write_sft_manifest
 
 __all__ = [
     "OBS_CHARS",
@@ -226,22 +225,10 @@ def train_world_model(
         lora=lora,
         resume=resume,
     )
-    manifest = {
-        "trainer": "world-model",
-        "model": model or "smollm2-135m",
-        "weights": str(result.weights),
-        "examples": len(examples),
-        "transitions": len(transitions),
-        "depths": list(depths),
-        "steps": result.steps,
-        "seconds": result.seconds,
-        "losses": result.losses,
-        "resumed_from": result.resumed_from,
-        "settings": result.settings,
-        "shards": headers,
-    }
-    (out / "train.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
-    return manifest
+    return write_sft_manifest(
+        out, "world-model", model, result, examples, headers,
+        transitions=len(transitions), depths=list(depths),
+    )  # fmt: skip
 
 
 def run(request: Any) -> dict[str, Any]:
