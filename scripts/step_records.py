@@ -1,4 +1,4 @@
-"""Fingerprint the harness: the step records and summaries of two fixed sweeps, timings removed.
+"""Fingerprint the harness: the step records and summaries of three fixed sweeps, timings removed.
 
 Used to show that a refactoring of :mod:`smcplan.eval` changes no behaviour: run it on the old
 commit and on the new one, and compare the files (they must be byte-identical)::
@@ -7,7 +7,9 @@ commit and on the new one, and compare the files (they must be byte-identical)::
     PYTHONPATH=$PWD python scripts/step_records.py /tmp/after.json --compare /tmp/before.json
 
 The sweeps: the random agent on TextWorldExpress ``twx:coin`` dev seeds 10000-10002 (3 episodes,
-20 steps) and ReAct with the tiny random-weight model on seeds 10000-10001 (2 episodes, 3 steps).
+20 steps), ReAct with the tiny random-weight model on seeds 10000-10001 (2 episodes, 3 steps), and
+NeSyFS with the simulator (oracle) world model, the ``env`` twist and K = 1 on the tiny model,
+seeds 10000-10001 (2 episodes, 4 steps: the planner runs after each rejection).
 Removed before comparing, at any depth: the wall-clock fields (``agent_s``, ``env_s``,
 ``wall_s``, ``started_at``, ``finished_at``).
 """
@@ -37,13 +39,20 @@ def _strip(value):
     return value
 
 
-def sweep(out: Path, agent: str, seeds: list[int], max_steps: int, model: str | None) -> dict:
+def sweep(
+    out: Path,
+    agent: str,
+    seeds: list[int],
+    max_steps: int,
+    model: str | None,
+    agent_config: dict | None = None,
+) -> dict:
     from smcplan.eval import EvalConfig, run_eval
     from smcplan.eval.records import RunPaths, read_jsonl
 
     config = EvalConfig(
         envs=["twx:coin"], agent=agent, out=str(out), seeds=seeds, max_steps=max_steps,
-        model=model,
+        model=model, agent_config=dict(agent_config or {}),
     )
     summaries = run_eval(config, progress=False)
     paths = RunPaths(out)
@@ -64,6 +73,10 @@ def fingerprint() -> dict:
             "random": sweep(Path(tmp, "random"), "random", [10000, 10001, 10002], 20, None),
             "react": sweep(
                 Path(tmp, "react"), "react", [10000, 10001], 3, str(tiny_model_path())
+            ),
+            "nesyfs-oracle": sweep(
+                Path(tmp, "nesyfs"), "nesyfs", [10000, 10001], 4, str(tiny_model_path()),
+                {"world_model": "simulator", "progress": "env", "max_rejections": 1},
             ),
         }
 
