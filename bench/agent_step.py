@@ -10,7 +10,7 @@ With ``--compare parallel`` each worker starts its own ``llama-server`` (the pac
 ``--threads`` threads) with ``--parallel 1`` or ``--parallel P`` and plays through it; the CPU
 seconds of a step then include the server's.  One slot decodes the 5 reflection votes, the N
 particles' calls and the scored rows one after another; P slots decode them as one batch
-(:mod:`smcplan.llm.remote_llamaserver`, "Batching").
+(:mod:`smcplan.llm.backends.remote.llamaserver`, "Batching").
 
 Each (agent, cache mode) runs in its own process (clean peak RSS; ``--jobs`` of them at a time,
 which changes wall seconds but not the CPU seconds of each) on twx:coin dev seeds, the
@@ -127,7 +127,7 @@ def worker(args: argparse.Namespace) -> None:
         os.sched_setaffinity(0, {args.cpu})
     with contextlib.ExitStack() as stack:
         if args.cache.startswith("p"):  # --compare parallel: this worker's own llama-server
-            from smcplan.llm.llamacpp_server import serve_llama_server
+            from smcplan.llm.backends.llamacpp_server import serve_llama_server
 
             url = stack.enter_context(
                 serve_llama_server(

@@ -79,7 +79,7 @@ def calls(lm) -> dict:
 
 def run_mode(parallel: int, threads: int, repeats: int) -> dict:
     from smcplan.llm import load_model
-    from smcplan.llm.llamacpp_server import serve_llama_server
+    from smcplan.llm.backends.llamacpp_server import serve_llama_server
 
     out = {}
     with serve_llama_server("smollm2-135m", threads=threads, parallel=parallel) as url:

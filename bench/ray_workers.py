@@ -80,7 +80,7 @@ def main() -> None:
     if args.llama_server is None:
         _sweeps(args)
         return
-    from smcplan.llm.llamacpp_server import serve_llama_server
+    from smcplan.llm.backends.llamacpp_server import serve_llama_server
 
     name = args.model or "smollm2-135m"
     with serve_llama_server(name, threads=args.server_threads, parallel=args.llama_server) as url:

@@ -119,7 +119,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     from smcplan.llm import load_model
-    from smcplan.llm.llamacpp_server import serve_llama_server, serve_llamacpp
+    from smcplan.llm.backends.llamacpp_server import serve_llama_server, serve_llamacpp
 
     result = {}
     load_before = os.getloadavg()

@@ -4,7 +4,7 @@ Public API (resolved lazily so that ``import smcplan.llm`` imports no torch):
 
 * :func:`load_model` → :class:`LanguageModel` (``generate``, ``sample``, ``logprob``), or for
   ``"openai:<base_url>#<model>"`` a :class:`RemoteLanguageModel` with the same methods served by
-  vLLM, SGLang or a llama.cpp server (:mod:`smcplan.llm.remote`);
+  vLLM, SGLang or a llama.cpp server (:mod:`smcplan.llm.backends.remote.client`);
 * roles, each batched over particles: :class:`TripletExtractor`, :class:`ActionProposal`,
   :class:`ObservationModel`, :class:`ProgressModel`, :class:`Reflection`, :class:`Critic`,
   :class:`RLAWActor`;
@@ -46,15 +46,15 @@ __all__ = [
 
 _WHERE = {
     "load_model": "smcplan.llm.loading",
-    "LanguageModel": "smcplan.llm.lm",
-    "Sample": "smcplan.llm.lm",
+    "LanguageModel": "smcplan.llm.backends.hf",
+    "Sample": "smcplan.llm.backends.hf",
     "GenerationError": "smcplan.llm.constrained",
     "ModelNotAvailable": "smcplan.llm.registry",
     "known_models": "smcplan.llm.registry",
-    "RemoteLanguageModel": "smcplan.llm.remote",
-    "RemoteLMError": "smcplan.llm.remote_http",
-    "ServerUnavailable": "smcplan.llm.remote_http",
-    "EngineLacksFeature": "smcplan.llm.remote_http",
+    "RemoteLanguageModel": "smcplan.llm.backends.remote.client",
+    "RemoteLMError": "smcplan.llm.backends.remote.http",
+    "ServerUnavailable": "smcplan.llm.backends.remote.http",
+    "EngineLacksFeature": "smcplan.llm.backends.remote.http",
     "TripletExtractor": "smcplan.llm.roles",
     "ActionProposal": "smcplan.llm.roles",
     "ObservationModel": "smcplan.llm.roles",

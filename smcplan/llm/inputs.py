@@ -1,4 +1,4 @@
-"""Argument checks of :class:`~smcplan.llm.lm.LanguageModel`, and the context-window rule.
+"""Argument checks of :class:`~smcplan.llm.LanguageModel`, and the context-window rule.
 
 The window rule: a transformer with ``W = max_position_embeddings`` positions cannot condition on
 more than ``W`` tokens, so a row of ``p`` prompt tokens followed by ``c`` tokens to score (or at
@@ -14,7 +14,7 @@ Generation also stops at the window: ``max_new_tokens`` is lowered to ``W - p`` 
 longest prompt has ``p`` tokens, and a sample cut there is reported as not ``finished`` (as when
 it reaches ``max_new_tokens``).
 
-Imports nothing but :mod:`smcplan.errors`; used by :mod:`smcplan.llm.lm`.
+Imports nothing but :mod:`smcplan.errors`; used by :mod:`smcplan.llm.backends.hf`.
 """
 
 from __future__ import annotations

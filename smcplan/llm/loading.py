@@ -1,4 +1,4 @@
-"""``load_model``: registry name / folder / hub id → :class:`~smcplan.llm.lm.LanguageModel`.
+"""``load_model``: registry name / folder / hub id → :class:`~smcplan.llm.LanguageModel`.
 
 Quantisation (bitsandbytes): ``"nf4"`` is 4-bit NormalFloat (Dettmers et al. 2023, "QLoRA"),
 ``"int8"`` is LLM.int8() (Dettmers et al. 2022). Both also work on CPU with bitsandbytes 0.50
@@ -65,7 +65,7 @@ def load_model(
     adapter: str | os.PathLike[str] | None = None,
     **remote: Any,
 ):
-    """Load a causal LM and its tokenizer as a :class:`~smcplan.llm.lm.LanguageModel`.
+    """Load a causal LM and its tokenizer as a :class:`~smcplan.llm.LanguageModel`.
 
     ``name_or_path``: ``None`` (the packaged SmolLM2-135M-Instruct), a name from
     ``assets/registry.json`` (``"smollm2-135m"``, ``"gemma3-270m"``), a transformers folder, a
@@ -83,15 +83,16 @@ def load_model(
 
     ``"openai:<base_url>#<model>"`` (e.g. ``"openai:http://127.0.0.1:8000/v1#smollm2-135m"``)
     connects to a serving engine instead (vLLM, SGLang, llama.cpp server) and returns a
-    :class:`~smcplan.llm.remote.RemoteLanguageModel`; ``remote`` keywords (``engine``,
-    ``tokenizer``, ``timeout``, ``retries``, ``api_key``, ``window``, ``slots``) go to it.
-    Quantisation,
-    device and dtype are then the server's business and must be left unset (the engine keeps its own
-    prefix cache; ``prefix_cache``/``prefix_cache_bytes`` apply to local models only).
+    :class:`~smcplan.llm.backends.remote.client.RemoteLanguageModel`; ``remote`` keywords
+    (``engine``, ``tokenizer``, ``timeout``, ``retries``, ``api_key``, ``window``, ``slots``) go to
+    it. Quantisation, device and dtype are then the server's business and must be left unset (the
+    engine keeps its own prefix cache; ``prefix_cache``/``prefix_cache_bytes`` apply to local models
+    only).
 
     ``"llamacpp:<name or .gguf>"`` (``"llamacpp:"`` alone: the packaged SmolLM2 GGUF) runs the
-    GGUF on llama.cpp in this process (:class:`~smcplan.llm.llamacpp_local.LlamaCppLanguageModel`;
-    ``threads``, default 1, and the keywords ``n_ctx`` and ``tokenizer`` go to it).
+    GGUF on llama.cpp in this process
+    (:class:`~smcplan.llm.backends.llamacpp.LlamaCppLanguageModel`; ``threads``, default 1, and the
+    keywords ``n_ctx`` and ``tokenizer`` go to it).
 
     ``adapter``: a PEFT LoRA adapter folder (:mod:`smcplan.llm.finetune`) applied to the loaded
     transformers model and merged into its weights (:math:`W = W_0 + \frac{\alpha}{r}BA`), so
@@ -102,7 +103,7 @@ def load_model(
     if adapter is not None:
         _check_adapter_target(name_or_path, quantization, adapter)
     if isinstance(name_or_path, str) and name_or_path.startswith("llamacpp:"):
-        from smcplan.llm.llamacpp_local import LlamaCppLanguageModel
+        from smcplan.llm.backends.llamacpp import LlamaCppLanguageModel
 
         local = {"quantization": quantization, "device": device, "dtype": dtype}
         given = sorted(k for k, v in local.items() if v is not None)
@@ -116,7 +117,7 @@ def load_model(
             name, seed=seed, threads=1 if threads is None else threads, **remote
         )
     if isinstance(name_or_path, str) and name_or_path.startswith("openai:"):
-        from smcplan.llm.remote import RemoteLanguageModel, parse_remote
+        from smcplan.llm.backends.remote.client import RemoteLanguageModel, parse_remote
 
         local = {"quantization": quantization, "device": device, "dtype": dtype, "threads": threads}
         given = sorted(k for k, v in local.items() if v is not None)
@@ -135,7 +136,7 @@ def load_model(
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from smcplan.llm.lm import LanguageModel
+    from smcplan.llm.backends.hf import LanguageModel
     from smcplan.llm.prefix_cache import DEFAULT_PREFIX_CACHE_BYTES
 
     if quantization not in QUANTIZATIONS:

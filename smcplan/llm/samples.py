@@ -1,4 +1,4 @@
-"""The records a :class:`~smcplan.llm.lm.LanguageModel` returns and keeps: samples and usage.
+"""The records a :class:`~smcplan.llm.LanguageModel` returns and keeps: samples and usage.
 
 Imports only the standard library.
 """
@@ -16,7 +16,7 @@ __all__ = ["Sample", "Usage"]
 @dataclass
 class Sample:
     """One generated output: parsed ``value``, raw ``text``, ``logq``/``logp`` (see
-    :mod:`smcplan.llm.lm`),
+    :mod:`smcplan.llm.backends.hf`),
     ``token_ids`` the generated tokens (end-of-sequence included when ``finished``).
 
     ``finished`` is False when generation stopped at ``max_new_tokens`` before end-of-sequence

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from smcplan.llm.backends.hf import LanguageModel
 from smcplan.llm.decode import reserve
-from smcplan.llm.lm import LanguageModel
 
 
 def _decode_logits(model, room: int | None, steps: int = 6) -> torch.Tensor:

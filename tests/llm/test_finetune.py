@@ -79,8 +79,8 @@ def test_an_adapter_round_trips_with_the_same_log_probs(tiny_path, tmp_path):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from smcplan.llm.backends.hf import LanguageModel
     from smcplan.llm.finetune import load_adapter, save_adapter
-    from smcplan.llm.lm import LanguageModel
     from smcplan.llm.testing import TINY_CONFIG
 
     result = train_sft(

@@ -1,6 +1,6 @@
 """Batched decoding on llama.cpp's ``llama-server`` with P slots (``--parallel P``): the n samples
 of a prompt as one ``n_cmpl`` request, the prompts of a call and the scored rows concurrently
-(:mod:`smcplan.llm.remote_llamaserver`, "Batching").
+(:mod:`smcplan.llm.backends.remote.llamaserver`, "Batching").
 
 Slow (starts a 5-slot server on the packaged SmolLM2 GGUF). Skipped with the fix in the reason
 when the executable is absent (``make setup-scale`` builds it).
@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from smcplan.errors import InvalidArgumentError
-from smcplan.llm.llamacpp_server import llama_server_binary, serve_llama_server
-from smcplan.llm.remote_llamaserver import concurrency, in_parallel
+from smcplan.llm.backends.llamacpp_server import llama_server_binary, serve_llama_server
+from smcplan.llm.backends.remote.llamaserver import concurrency, in_parallel
 from tests.llm.llamacpp_rows import OBSERVATIONS, rows
 
 #: |batched - one-by-one| of a summed action log-prob on the same server, nats: the same
@@ -59,7 +59,7 @@ def test_in_parallel_raises_the_first_error():
 
 
 def test_a_bad_slot_count_is_refused_before_any_request():
-    from smcplan.llm.remote import RemoteLanguageModel
+    from smcplan.llm.backends.remote.client import RemoteLanguageModel
 
     with pytest.raises(InvalidArgumentError, match="parallel must be >= 1; got 0"):
         with serve_llama_server(parallel=0):
@@ -101,8 +101,8 @@ class TestOnAFiveSlotServer:
     def test_more_samples_than_slots_come_back_all_with_their_own_seeds(self, server):
         # n = 7 on 5 slots: a request of 5 (n_cmpl) and one of 2; sample_llama_server checks
         # that the server drew completion j of a request seeded s with seed s + j
-        from smcplan.llm.remote_http import HttpClient
-        from smcplan.llm.remote_llamaserver import sample_llama_server
+        from smcplan.llm.backends.remote.http import HttpClient
+        from smcplan.llm.backends.remote.llamaserver import sample_llama_server
 
         http = HttpClient(server, timeout=300)
         ids = http.post("/tokenize", {"content": "Name a room:"}, root=True)["tokens"]
@@ -121,7 +121,7 @@ class TestOnAFiveSlotServer:
         batched.sample(prompt, **settings)
         a, b = batched.sample(prompt, **settings), batched.sample(prompt, **settings)
         assert [s.text for s in a[0]] == [s.text for s in b[0]]
-        from smcplan.llm.remote_llamaserver import score_llama_server
+        from smcplan.llm.backends.remote.llamaserver import score_llama_server
 
         ids = batched.encode_prompt(prompt[0])
         eos = batched.eos_token_id

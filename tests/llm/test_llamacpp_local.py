@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pytest
 
-from smcplan.llm.llamacpp_server import llamacpp_available
+from smcplan.llm.backends.llamacpp_server import llamacpp_available
 from tests.llm.llamacpp_rows import ACTIONS, OBSERVATIONS, check_ranking, play_react, rows
 
 pytestmark = [

@@ -16,7 +16,7 @@ import pytest
 import torch
 from outlines.types import Regex
 
-from smcplan.llm.lm import LanguageModel
+from smcplan.llm.backends.hf import LanguageModel
 from smcplan.llm.prefix_cache import PrefixCache
 
 TOL = 1e-3

@@ -8,8 +8,8 @@ import time
 import pytest
 
 from smcplan.llm import load_model
-from smcplan.llm.remote import RemoteSpecError, parse_remote
-from smcplan.llm.remote_http import HttpClient, ServerUnavailable
+from smcplan.llm.backends.remote.client import RemoteSpecError, parse_remote
+from smcplan.llm.backends.remote.http import HttpClient, ServerUnavailable
 
 
 def _closed_port() -> int:
@@ -63,7 +63,7 @@ def test_local_only_options_are_refused_for_remote_models():
 
 
 def test_a_missing_llama_server_executable_names_the_fix(tmp_path, monkeypatch):
-    from smcplan.llm.llamacpp_server import (
+    from smcplan.llm.backends.llamacpp_server import (
         LLAMA_SERVER_ENV,
         llama_server_binary,
         serve_llama_server,
@@ -78,7 +78,7 @@ def test_a_missing_llama_server_executable_names_the_fix(tmp_path, monkeypatch):
 
 
 def test_token_grammar_spells_token_ids():
-    from smcplan.llm.remote_llamaserver import token_grammar
+    from smcplan.llm.backends.remote.llamaserver import token_grammar
 
     assert token_grammar([12, 7]) == "root ::= <[12]> <[7]>"
     assert token_grammar([]) == 'root ::= ""'

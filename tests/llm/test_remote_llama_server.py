@@ -1,6 +1,6 @@
 """A real serving engine: llama.cpp's own C++ ``llama-server`` with the packaged SmolLM2 GGUF on a
 loopback port, driven through ``load_model("openai:<url>#smollm2-135m")`` (engine
-``"llama-server"``, :mod:`smcplan.llm.remote_llamaserver`).
+``"llama-server"``, :mod:`smcplan.llm.backends.remote.llamaserver`).
 
 Slow (starts the server and loads SmolLM2 in-process for the comparisons). ``make test`` builds
 the executable (``make setup-scale``); skipped with the fix in the reason when it is absent.
@@ -13,7 +13,7 @@ import time
 import numpy as np
 import pytest
 
-from smcplan.llm.llamacpp_server import llama_server_binary
+from smcplan.llm.backends.llamacpp_server import llama_server_binary
 from tests.llm.llamacpp_rows import (
     ACTIONS,
     OBSERVATIONS,
@@ -44,7 +44,7 @@ SAME_ENGINE_TOL = 1.0
 
 @pytest.fixture(scope="module")
 def server():
-    from smcplan.llm.llamacpp_server import serve_llama_server
+    from smcplan.llm.backends.llamacpp_server import serve_llama_server
 
     with serve_llama_server("smollm2-135m", threads=1) as url:
         yield url
@@ -135,8 +135,8 @@ def test_end_of_turn_is_read_exactly_when_other_end_of_generation_tokens_outrank
     import json
     import urllib.request
 
-    from smcplan.llm.remote_http import HttpClient
-    from smcplan.llm.remote_llamaserver import score_llama_server, token_grammar
+    from smcplan.llm.backends.remote.http import HttpClient
+    from smcplan.llm.backends.remote.llamaserver import score_llama_server, token_grammar
 
     root = server.rsplit("/v1", 1)[0]
 

@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pytest
 
-from smcplan.llm.llamacpp_server import llamacpp_available
+from smcplan.llm.backends.llamacpp_server import llamacpp_available
 from tests.llm.llamacpp_rows import (
     ACTIONS,
     OBSERVATIONS,
@@ -34,7 +34,7 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def server():
-    from smcplan.llm.llamacpp_server import serve_llamacpp
+    from smcplan.llm.backends.llamacpp_server import serve_llamacpp
 
     with serve_llamacpp("smollm2-135m", threads=1) as url:
         yield url
@@ -110,7 +110,7 @@ def test_forced_scores_equal_the_servers_own_echo_scores(remote):
     # end-of-turn one above all. (Evaluated in one batch instead of token by token, the same
     # tokens get llama.cpp logits up to ~0.25 nats apart: another kernel path.)
     # Rows: end-of-turn in the top 20 (0, 1), and beyond the top 200 ("look around", 6).
-    from smcplan.llm.remote_llamacpp import LlamaCppRow, _echo, score_llamacpp
+    from smcplan.llm.backends.remote.llamacpp import LlamaCppRow, _echo, score_llamacpp
 
     prompts, conts = rows()
     stats: dict[str, int] = {}

@@ -15,9 +15,9 @@ import json
 import numpy as np
 import pytest
 
-from smcplan.llm.remote import proposal_is_model
-from smcplan.llm.remote_http import _events
-from smcplan.llm.remote_llamacpp import MAX_REQUESTS, MAX_TOP_K, _eos_logprob
+from smcplan.llm.backends.remote.client import proposal_is_model
+from smcplan.llm.backends.remote.http import _events
+from smcplan.llm.backends.remote.llamacpp import MAX_REQUESTS, MAX_TOP_K, _eos_logprob
 
 
 def _server_dict(texts, logprobs, k, sampled):

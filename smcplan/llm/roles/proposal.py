@@ -9,7 +9,7 @@ and the action is drawn from ``q(a_k) = softmax(s / T)_k`` (``T = 0``: argmax, `
 chosen action is always admissible, ``logq`` is its exact proposal log-probability and ``logp =
 log softmax(s)_k`` the model's own probability of it restricted to the admissible set, the two
 quantities a twisted SMC weight needs (p/q). All particles' (prompt, action) pairs are scored in
-one :meth:`~smcplan.llm.lm.LanguageModel.logprob` call, which runs each distinct prompt once and
+one :meth:`~smcplan.llm.LanguageModel.logprob` call, which runs each distinct prompt once and
 reuses its KV cache for all its actions. Ending each answer with EOS makes prefixes ("take coin"
 vs "take coin from table") compete fairly.
 

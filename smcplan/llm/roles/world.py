@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from smcplan.llm.lm import Sample
+from smcplan.llm.backends.hf import Sample
 from smcplan.llm.roles.base import Role, check_lengths
 
 __all__ = ["ObservationModel", "ProgressModel", "Progress"]

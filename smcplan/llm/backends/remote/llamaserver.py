@@ -1,12 +1,12 @@
 """Exact scoring and sampling through llama.cpp's own C++ server, ``llama-server``.
 
-Unlike llama-cpp-python's server (:mod:`smcplan.llm.remote_llamacpp`), ``llama-server``'s native
-``POST /completion`` takes the prompt as **token ids**, constrains output with GBNF grammars
-that may name **token ids** (``<[id]>``), and reports per generated token, with
-``n_probs >= 1`` and ``post_sampling_probs: false``, the log-probability under the *raw* model:
-a softmax over the whole vocabulary computed in C++ (``get_token_probabilities``), whatever the
-grammar and the samplers did. Both remove what made llama-cpp-python's server slow and inexact
-(text-only prompts, a Python sort of the vocabulary per reported token).
+Unlike llama-cpp-python's server (:mod:`smcplan.llm.backends.remote.llamacpp`), ``llama-server``'s
+native ``POST /completion`` takes the prompt as **token ids**, constrains output with GBNF grammars
+that may name **token ids** (``<[id]>``), and reports per generated token, with ``n_probs >= 1``
+and ``post_sampling_probs: false``, the log-probability under the *raw* model: a softmax over the
+whole vocabulary computed in C++ (``get_token_probabilities``), whatever the grammar and the
+samplers did. Both remove what made llama-cpp-python's server slow and inexact (text-only prompts,
+a Python sort of the vocabulary per reported token).
 
 **Scoring** ``log p(c | x) = Σ_j log p(c_j | x, c_<j)`` (plus ``log p(e | x, c)`` for the
 end-of-turn token ``e`` when ``add_eos``), one request per row:
@@ -66,7 +66,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from smcplan.llm.remote_http import HttpClient, RemoteLMError, RemoteRequestError
+from smcplan.llm.backends.remote.http import HttpClient, RemoteLMError, RemoteRequestError
 
 __all__ = [
     "score_llama_server",

@@ -2,12 +2,12 @@
 
 ``load_model("openai:<base_url>#<model>")`` (e.g. ``openai:http://127.0.0.1:8000/v1#smollm2-135m``)
 returns a :class:`RemoteLanguageModel` with the same ``generate`` / ``sample`` / ``logprob`` as
-the in-process :class:`~smcplan.llm.lm.LanguageModel`, so every role and agent runs unchanged.
+the in-process :class:`~smcplan.llm.LanguageModel`, so every role and agent runs unchanged.
 
 The client keeps the model's *tokenizer* (a few MB, no weights): prompts are rendered with the
 same chat template and encoded into the same token ids as in-process, and continuations are
 scored on exactly those ids where the engine takes ids (vLLM, SGLang). Per-engine requests and
-what each engine can and cannot do: :mod:`smcplan.llm.remote_engines`.
+what each engine can and cannot do: :mod:`smcplan.llm.backends.remote.engines`.
 
 Differences from the in-process model, by construction:
 
@@ -41,8 +41,13 @@ from urllib.parse import urlparse
 import numpy as np
 
 from smcplan.errors import check_int
-from smcplan.llm.remote_engines import ENGINES, detect_engine, score_rows, structured_fields
-from smcplan.llm.remote_http import HttpClient
+from smcplan.llm.backends.remote.engines import (
+    ENGINES,
+    detect_engine,
+    score_rows,
+    structured_fields,
+)
+from smcplan.llm.backends.remote.http import HttpClient
 
 __all__ = ["RemoteLanguageModel", "RemoteSpecError", "parse_remote", "proposal_is_model", "PREFIX"]
 
@@ -118,15 +123,15 @@ class RemoteLanguageModel:
     """``generate`` / ``sample`` / ``logprob`` served by a remote engine (module docstring).
 
     ``engine``: ``"vllm"``, ``"sglang"``, ``"llamacpp"`` (llama-cpp-python's server),
-    ``"llama-server"`` (llama.cpp's C++ server) or ``"openai"`` (sampling only);
-    ``None`` detects it from ``GET /models``. ``tokenizer``: where the client tokenizer comes
-    from (default: ``model``, resolved like :func:`smcplan.llm.load_model`). ``timeout``,
-    ``retries``: per request (:class:`~smcplan.llm.remote_http.HttpClient`). ``window``: the
-    context window in tokens (default: the model config's ``max_position_embeddings``; pass the
-    server's, e.g. llama.cpp's ``--n_ctx``, when it is smaller). ``slots``: how many sequences
-    the engine decodes at once (llama-server's ``--parallel P``; default: read from the server,
-    1 for other engines); the ``n`` samples of a prompt and the prompts of one call are then sent
-    together (:mod:`smcplan.llm.remote_llamaserver`, "Batching"); ``slots=1`` sends them one by
+    ``"llama-server"`` (llama.cpp's C++ server) or ``"openai"`` (sampling only); ``None`` detects
+    it from ``GET /models``. ``tokenizer``: where the client tokenizer comes from (default:
+    ``model``, resolved like :func:`smcplan.llm.load_model`). ``timeout``, ``retries``: per request
+    (:class:`~smcplan.llm.backends.remote.http.HttpClient`). ``window``: the context window in
+    tokens (default: the model config's ``max_position_embeddings``; pass the server's, e.g.
+    llama.cpp's ``--n_ctx``, when it is smaller). ``slots``: how many sequences the engine decodes
+    at once (llama-server's ``--parallel P``; default: read from the server, 1 for other engines);
+    the ``n`` samples of a prompt and the prompts of one call are then sent together
+    (:mod:`smcplan.llm.backends.remote.llamaserver`, "Batching"); ``slots=1`` sends them one by
     one.
     """
 
@@ -144,7 +149,7 @@ class RemoteLanguageModel:
         window: int | None = None,
         slots: int | None = None,
     ) -> None:
-        from smcplan.llm.lm import Usage
+        from smcplan.llm.backends.hf import Usage
 
         if engine is not None and engine not in ENGINES:
             raise ValueError(f"unknown engine {engine!r}; valid: {', '.join(ENGINES)} or None")
@@ -159,10 +164,10 @@ class RemoteLanguageModel:
             )
         self.engine = engine or detected
         if slots is None and self.engine == "llama-server":
-            from smcplan.llm.remote_llamaserver import server_slots
+            from smcplan.llm.backends.remote.llamaserver import server_slots
 
             slots = server_slots(self.http)
-        #: sequences the engine decodes at once (module docstring of remote_llamaserver)
+        #: sequences the engine decodes at once (module docstring of backends.remote.llamaserver)
         self.slots = int(slots or 1)
         self.served_model = model
         self.name = f"{PREFIX}{base_url}#{model}"
@@ -173,7 +178,8 @@ class RemoteLanguageModel:
             config=SimpleNamespace(max_position_embeddings=window or _window(path))
         )  # only the context window, read by smcplan.agents.context.model_window
         self.usage = Usage()
-        #: llama.cpp rows by scoring path: forced / retried / echo (smcplan.llm.remote_llamacpp)
+        #: llama.cpp rows by scoring path: forced / retried / echo
+        #: (smcplan.llm.backends.remote.llamacpp)
         self.scoring_paths: dict[str, int] = {}
         self._rng = np.random.default_rng(seed)
         eos = self.tokenizer.eos_token_id
@@ -185,17 +191,17 @@ class RemoteLanguageModel:
 
     # same rendering and token ids as the in-process model
     def format_prompt(self, prompt: Any, assistant_prefix: str = "") -> str:
-        from smcplan.llm.lm import LanguageModel
+        from smcplan.llm.backends.hf import LanguageModel
 
         return LanguageModel.format_prompt(self, prompt, assistant_prefix)  # type: ignore[arg-type]
 
     def encode_prompt(self, prompt: Any, assistant_prefix: str = "") -> list[int]:
-        from smcplan.llm.lm import LanguageModel
+        from smcplan.llm.backends.hf import LanguageModel
 
         return LanguageModel.encode_prompt(self, prompt, assistant_prefix)  # type: ignore[arg-type]
 
     def encode_continuation(self, text: str, add_eos: bool = False) -> list[int]:
-        from smcplan.llm.lm import LanguageModel
+        from smcplan.llm.backends.hf import LanguageModel
 
         return LanguageModel.encode_continuation(self, text, add_eos)  # type: ignore[arg-type]
 
@@ -222,7 +228,7 @@ class RemoteLanguageModel:
     # ------------------------------------------------------------------ sampling
     def _request(self, prompt_ids: list[int], text: str, fields: dict[str, Any], n: int, seed: int):
         if self.engine == "llama-server":
-            from smcplan.llm.remote_llamaserver import sample_llama_server
+            from smcplan.llm.backends.remote.llamaserver import sample_llama_server
 
             return sample_llama_server(self.http, prompt_ids, fields, n, seed)
         body: dict[str, Any] = {"model": self.served_model, **fields, "n": n, "seed": seed}
@@ -277,7 +283,7 @@ class RemoteLanguageModel:
         truncation: str | None = None,
     ) -> list[list[Any]]:
         """Draw ``n`` samples per prompt on the engine; returns ``[prompt][sample]`` like
-        :meth:`smcplan.llm.lm.LanguageModel.sample` (``logq``: module docstring)."""
+        :meth:`smcplan.llm.backends.hf.LanguageModel.sample` (``logq``: module docstring)."""
         from smcplan.llm.constrained import finished_sample, output_spec, spec_regex
         from smcplan.llm.inputs import check_truncation, fit_prompt
 
@@ -320,7 +326,7 @@ class RemoteLanguageModel:
                 own["max_tokens"] = int(min(limit, window - len(ids)))
             requests.append((ids, text, own, (base + 7919 * i) % 2**31))
         if self.engine == "llama-server":
-            from smcplan.llm.remote_llamaserver import sample_many_llama_server
+            from smcplan.llm.backends.remote.llamaserver import sample_many_llama_server
 
             answers = sample_many_llama_server(
                 self.http, [(ids, f, sd) for ids, _, f, sd in requests], n, self.slots
@@ -365,7 +371,7 @@ class RemoteLanguageModel:
     ) -> np.ndarray:
         """``log p(continuations[i] | prompts[i])`` on the engine, shape ``(len(prompts),)``.
 
-        Raises :class:`~smcplan.llm.remote_http.EngineLacksFeature` where the engine cannot
+        Raises :class:`~smcplan.llm.backends.remote.http.EngineLacksFeature` where the engine cannot
         score given tokens, and ``ContextOverflowError`` for a row longer than the window unless
         ``truncation="left"`` (as in-process). Extra keywords of the local method
         (``reuse_cache``…) are accepted and ignored (the engine caches prefixes itself).

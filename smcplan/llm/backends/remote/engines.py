@@ -16,14 +16,14 @@ Scoring ``log p(c | x) = Σ_j log p(c_j | x, c_<j)`` needs the engine to return 
 * **llama.cpp** (llama-cpp-python's server, started with ``--logits_all true``): text prompts
   only, and its echo log-probs are misaligned without a leading BOS and slow. Each continuation
   is forced as the *completion* of the prompt (GBNF literal, greedy, streamed, ``logprobs``),
-  end-of-turn read from the next step's top log-probs: :mod:`smcplan.llm.remote_llamacpp`.
+  end-of-turn read from the next step's top log-probs: :mod:`smcplan.llm.backends.remote.llamacpp`.
   Output types: a GBNF ``grammar`` translated from the same regex outlines uses
   (:mod:`smcplan.llm.gbnf`).
 * **llama-server** (llama.cpp's own C++ server, native ``/completion``): prompts as token ids,
   each continuation forced by a GBNF grammar of its token ids (``<[id]>``), the raw log-prob of
   every forced token reported in C++ (``n_probs``, ``post_sampling_probs: false``):
-  :mod:`smcplan.llm.remote_llamaserver`. Output types: the same GBNF ``grammar``. Detected by
-  ``owned_by: "llamacpp"`` in ``GET /models``.
+  :mod:`smcplan.llm.backends.remote.llamaserver`. Output types: the same GBNF ``grammar``.
+  Detected by ``owned_by: "llamacpp"`` in ``GET /models``.
 * any other OpenAI-compatible server: sampling only; scoring raises
   :class:`EngineLacksFeature`.
 
@@ -37,7 +37,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from smcplan.llm.remote_http import EngineLacksFeature, HttpClient, RemoteLMError
+from smcplan.llm.backends.remote.http import EngineLacksFeature, HttpClient, RemoteLMError
 
 __all__ = ["ENGINES", "detect_engine", "score_rows", "structured_fields", "SCORING"]
 
@@ -147,7 +147,7 @@ def score_rows(
     if engine == "sglang":
         return _score_sglang(http, full, plen)
     if engine == "llama-server":
-        from smcplan.llm.remote_llamaserver import score_llama_server
+        from smcplan.llm.backends.remote.llamaserver import score_llama_server
 
         add_eos = bool(texts and texts[0][2])
         if add_eos and eos_id is None:
@@ -156,7 +156,7 @@ def score_rows(
             http, prompt_ids, cont_ids, add_eos, int(eos_id or 0), stats, slots
         )
     if engine == "llamacpp":
-        from smcplan.llm.remote_llamacpp import LlamaCppRow, score_llamacpp
+        from smcplan.llm.backends.remote.llamacpp import LlamaCppRow, score_llamacpp
 
         rows = [
             LlamaCppRow(pt, p, ct, c[:-1] if add_eos else c, add_eos, eos_text)

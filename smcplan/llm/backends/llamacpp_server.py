@@ -159,7 +159,7 @@ def serve_llama_server(
 ) -> Iterator[str]:
     """Serve ``model`` with llama.cpp's C++ ``llama-server`` on 127.0.0.1 (the web UI off);
     yield the ``/v1`` base URL. ``load_model(f"openai:{url}#smollm2-135m")`` detects it as
-    engine ``"llama-server"`` (:mod:`smcplan.llm.remote_llamaserver`).
+    engine ``"llama-server"`` (:mod:`smcplan.llm.backends.remote.llamaserver`).
 
     ``parallel`` P: the server's slots, decoded together by continuous batching, each with its
     own KV stream of ``n_ctx`` tokens (``--ctx-size P * n_ctx``), so a slot's window is ``n_ctx``

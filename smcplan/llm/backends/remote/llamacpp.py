@@ -47,8 +47,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from smcplan.llm.backends.remote.http import EngineLacksFeature, HttpClient, RemoteLMError
 from smcplan.llm.gbnf import regex_to_gbnf
-from smcplan.llm.remote_http import EngineLacksFeature, HttpClient, RemoteLMError
 
 __all__ = ["LlamaCppRow", "score_llamacpp", "TOP_K", "MAX_TOP_K", "MAX_REQUESTS"]
 

@@ -14,8 +14,9 @@ prompt text and token ids as in-process):
   else top-p then temperature, no top-k / min-p / repetition penalty) with a GBNF grammar
   translated from the output type's regex (:mod:`smcplan.llm.gbnf`), seeded per sample.
   ``logp`` is exact (the raw logits rows of the sampled tokens); ``logq`` equals it when the
-  proposal is the model itself (:func:`smcplan.llm.remote.proposal_is_model`) and is NaN
-  otherwise: llama.cpp does not expose the grammar-masked distribution it drew from.
+  proposal is the model itself
+  (:func:`smcplan.llm.backends.remote.client.proposal_is_model`) and is NaN otherwise:
+  llama.cpp does not expose the grammar-masked distribution it drew from.
 * The context window is ``n_ctx`` (default 4096); ``truncation="left"`` works as in-process.
 
 The weights are the GGUF's own (e.g. Q4_1 for the packaged SmolLM2), with llama.cpp's kernels:
@@ -33,7 +34,11 @@ from typing import Any
 
 import numpy as np
 
-from smcplan.llm.remote import RemoteLanguageModel, _load_tokenizer, proposal_is_model
+from smcplan.llm.backends.remote.client import (
+    RemoteLanguageModel,
+    _load_tokenizer,
+    proposal_is_model,
+)
 
 __all__ = ["LlamaCppLanguageModel", "PREFIX"]
 
@@ -71,8 +76,8 @@ class LlamaCppLanguageModel(RemoteLanguageModel):
         self.slots = 1  # one sequence at a time (llama-cpp-python's Llama)
         from llama_cpp import Llama
 
-        from smcplan.llm.llamacpp_server import gguf_path
-        from smcplan.llm.lm import Usage
+        from smcplan.llm.backends.hf import Usage
+        from smcplan.llm.backends.llamacpp_server import gguf_path
         from smcplan.llm.registry import ModelNotAvailable
 
         if not isinstance(threads, int) or threads < 1:
