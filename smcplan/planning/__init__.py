@@ -8,9 +8,14 @@
   ancestry, ESS, log Z, calls per component;
 * the component Protocols (:class:`Proposal`, :class:`WorldModel`, :class:`Twist`) and what
   they return (:class:`Proposed`, :class:`Transition`, :class:`Score`);
-* POMDP components in :mod:`smcplan.planning.pomdp_components`, language-model components in
-  :mod:`smcplan.planning.text_components` (it imports ``smcplan.llm`` only when it builds the
-  default roles, so the toy path imports no torch).
+* :func:`build_text_planner` / :func:`run_text_planner` — the text planner in two steps (build
+  the components from the inputs, validated once; run :func:`tsmc` on them with a key), a
+  :class:`TextPlanner` in between; ``plan(task, ...)`` is both;
+* POMDP components in :mod:`smcplan.planning.pomdp_components`; the text planner's particle in
+  :mod:`smcplan.planning.text_particle`, its graph update in :mod:`smcplan.planning.graph_update`,
+  its language-model proposal and world model in :mod:`smcplan.planning.text_roles`, and its
+  build and run in :mod:`smcplan.planning.text_components` (which imports ``smcplan.llm`` only
+  when it builds the default roles, so the toy path imports no torch).
 
 Imports ``smcplan.smc`` and ``smcplan.pomdp`` (and, lazily, ``smcplan.llm`` and
 ``smcplan.memory``); never agents, eval or cli.
@@ -29,12 +34,16 @@ from smcplan.planning.components import (
 from smcplan.planning.config import PROGRESS, WORLD_MODELS, PlannerConfig, Retrieval
 from smcplan.planning.plan import plan, plan_pomdp
 from smcplan.planning.result import PlanResult
+from smcplan.planning.text_components import TextPlanner, build_text_planner, run_text_planner
 from smcplan.planning.tsmc import CHOICES, WEIGHTINGS, tsmc
 
 __all__ = [
     "tsmc",
     "plan",
     "plan_pomdp",
+    "build_text_planner",
+    "run_text_planner",
+    "TextPlanner",
     "PlanResult",
     "PlanningError",
     "Proposal",

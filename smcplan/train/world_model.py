@@ -2,7 +2,7 @@ r"""The learned world model: SFT of a language model on (context, action) → ne
 
 Each real transition of a shard (:mod:`smcplan.train.collect`) becomes examples in exactly the
 prompt the planner's LM world model sends (:class:`smcplan.llm.ObservationModel` on
-:meth:`smcplan.planning.text_components.TextParticle.context`): the task, the retrieved facts,
+:meth:`smcplan.planning.text_particle.TextParticle.context`): the task, the retrieved facts,
 the observation at the particle's root and the imagined steps since, then the action.  Depth
 ``d`` puts the root ``d`` real steps back and shows those ``d`` real steps as the "imagined"
 ones, so the model is trained on the contexts a particle has at every planning depth

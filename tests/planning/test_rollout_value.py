@@ -14,7 +14,7 @@ import smcplan
 from smcplan.envs import make
 from smcplan.planning import PlannerConfig, PlanningError
 from smcplan.planning.progress import EnvProgress
-from smcplan.planning.text_components import TextParticle
+from smcplan.planning.text_particle import TextParticle
 
 
 @pytest.fixture()

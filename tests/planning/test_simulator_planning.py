@@ -27,7 +27,7 @@ from smcplan.planning.progress import (
     make_progress,
 )
 from smcplan.planning.simulator import SimulatorWorldModel, UniformTextProposal
-from smcplan.planning.text_components import TextParticle
+from smcplan.planning.text_particle import TextParticle
 from tests.tolerance import chain_tol, smc_logweight_tol
 
 

@@ -16,7 +16,7 @@ import pytest
 import smcplan
 from smcplan.memory import KnowledgeGraph, Triplet
 from smcplan.planning import PlanningError, Score
-from smcplan.planning.text_components import TextParticle
+from smcplan.planning.text_particle import TextParticle
 from tests.tolerance import llama_logprob_tol, smc_logweight_tol
 
 os.environ.setdefault("TORCH_COMPILE_DISABLE", "1")

@@ -6,7 +6,7 @@ import pytest
 
 from smcplan.memory import KnowledgeGraph
 from smcplan.planning import PlannerConfig, PlanningError, Retrieval
-from smcplan.planning.text_components import TextParticle
+from smcplan.planning.text_particle import TextParticle
 from smcplan.train.data import read_shard
 from smcplan.train.world_model import (
     context_text,

@@ -1,0 +1,145 @@
+r"""The text planner's particle: one imagined future of a text agent, and what it reads.
+
+A :class:`TextParticle` :math:`x^i_{\le t}` holds its own copy of the agent's knowledge graph
+:math:`G^i_t` (copy on write, :meth:`smcplan.memory.KnowledgeGraph.copy`), the real observation
+at the root, the imagined steps :math:`(a^i_s, o^i_s)_{s \le t}` with their
+:class:`~smcplan.planning.outcome.Outcome` and triplets, and, under the simulator world model,
+its own environment.  It reads its graph as :math:`\tau^i = R(G^i_t, \text{task})`
+(:meth:`TextParticle.facts`, the retrieval of :class:`~smcplan.planning.config.Retrieval`) and
+shows the observation model the text it continues (:meth:`TextParticle.context`).
+
+:func:`known_actions` is a particle's next admissible set under the LM world model (the real set
+filtered to the actions whose objects :math:`G^i_t` knows); :func:`key_to_seed` turns a
+``jax.random`` key into the int seed of one batched model call, so the same key gives the same
+text.  Imports ``smcplan.memory``; never ``smcplan.llm``, agents, eval or cli.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import jax
+
+from smcplan.memory import KnowledgeGraph
+from smcplan.planning.config import DEFAULT_RETRIEVAL, Retrieval
+from smcplan.planning.outcome import Outcome
+
+__all__ = ["TextParticle", "Triple", "known_actions", "key_to_seed"]
+
+Triple = tuple[str, str, str]
+
+
+def key_to_seed(key: jax.Array) -> int:
+    """An int seed for one model call, drawn from a ``jax.random`` key (same key, same seed)."""
+    return int(jax.random.randint(key, (), 0, 2**31 - 1))
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+@dataclass(frozen=True)
+class TextParticle:
+    """One imagined future: the particle's graph (``None`` without a KG), the real observation at
+    the root and the imagined ``(action, observation)`` steps, with per step the
+    :class:`Outcome` and the triplets read from the observation; ``admissible``: the particle's
+    own admissible actions for its next proposal (``None``: the real set); ``env``: its own copy
+    of the environment (simulator world model; ``None`` at the root and for the LM world model).
+    Immutable apart from ``env``, which only the simulator world model steps (copy on write)."""
+
+    kg: KnowledgeGraph | None
+    root_observation: str
+    steps: tuple[tuple[str, str], ...] = ()
+    outcomes: tuple[Outcome, ...] = ()
+    triplets: tuple[tuple[Triple, ...], ...] = ()
+    admissible: tuple[str, ...] | None = None
+    env: Any = field(default=None, compare=False, repr=False)
+    root_score: float = 0.0
+
+    @property
+    def observation(self) -> str:
+        """The latest observation (imagined after step 1)."""
+        return self.steps[-1][1] if self.steps else self.root_observation
+
+    @property
+    def previous(self) -> str:
+        """The observation before the latest one ("" at the root)."""
+        if not self.steps:
+            return ""
+        return self.steps[-2][1] if len(self.steps) >= 2 else self.root_observation
+
+    @property
+    def score(self) -> float:
+        return self.outcomes[-1].score if self.outcomes else self.root_score
+
+    @property
+    def done(self) -> bool:
+        return any(o.done for o in self.outcomes)
+
+    def extend(
+        self,
+        action: str,
+        observation: str,
+        *,
+        kg: Any = None,
+        env: Any = None,
+        outcome: Outcome | None = None,
+        admissible: Sequence[str] | None = None,
+        triplets: Sequence[Any] = (),
+    ) -> TextParticle:
+        """A new particle one imagined step further (this one is left as it is)."""
+        kg_triples = tuple(
+            tuple(t.as_tuple()) if hasattr(t, "as_tuple") else tuple(t) for t in triplets
+        )
+        return replace(
+            self,
+            kg=self.kg if kg is None else kg,
+            steps=(*self.steps, (action, observation)),
+            outcomes=(
+                *self.outcomes,
+                outcome if outcome is not None else Outcome(score=self.score),
+            ),
+            triplets=(*self.triplets, kg_triples),
+            admissible=None if admissible is None else tuple(admissible),
+            env=env,
+        )
+
+    def facts(self, task: str, retrieval: Retrieval = DEFAULT_RETRIEVAL) -> list[Triple]:
+        r""":math:`\tau = R(G, \text{task})` as ``(s, p, o)`` tuples (empty without a graph)."""
+        if self.kg is None:
+            return []
+        return [
+            t.as_tuple()
+            for t in self.kg.retrieve(
+                task, retrieval.hops, last_observation=self.observation, limit=retrieval.limit
+            )
+        ]
+
+    def context(
+        self, task: str, retrieval: Retrieval = DEFAULT_RETRIEVAL, obs_chars: int = 300
+    ) -> str:
+        """The text the observation model continues: task, retrieved facts, the root observation
+        and the imagined steps (each observation clipped to ``obs_chars`` characters)."""
+        lines = [f"Task: {task}"]
+        facts = self.facts(task, retrieval)
+        if facts:
+            lines.append("Known facts:")
+            lines += [f"- {s} {p} {o}" for s, p, o in facts]
+        lines.append(f"Observation: {_clip(self.root_observation, obs_chars)}")
+        for a, o in self.steps:
+            lines += [f"> {a}", _clip(o, obs_chars)]
+        return "\n".join(lines)
+
+
+def known_actions(admissible: Sequence[str], kg: KnowledgeGraph | None) -> list[str]:
+    """The admissible actions whose objects the graph knows: an action is kept when it names no
+    object (one word, e.g. ``look``) or some entity of ``kg`` occurs in it; the whole set when
+    nothing is left or there is no graph (the LM world model's per-particle admissible set)."""
+    if kg is None:
+        return list(admissible)
+    names = [e for e in kg.entities() if len(e) > 2 and e not in ("agent", "you")]
+    kept = [a for a in admissible if len(a.split()) == 1 or any(e in a.lower() for e in names)]
+    return kept or list(admissible)

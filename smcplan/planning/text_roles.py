@@ -1,0 +1,125 @@
+r"""The language-model proposal and world model of the text planner (NeSyFS slow thinking).
+
+NeSyFS (arXiv 2607.28942) imagines futures with the language model; each planning step makes
+**one batched model call per role for all N particles** (DESIGN.md, "Data flow of one NeSyFS
+step"):
+
+* :class:`LMProposal` — :math:`a^i_t \sim q(\cdot \mid \text{task}, \tau(G^i), o^i_{t-1})` over
+  the particle's admissible actions by exact log-prob scoring (:class:`smcplan.llm.ActionProposal`):
+  returns :math:`\log q` and the model's own :math:`\log p_0` (its softmax over the admissible
+  set at temperature 1), the two quantities a twisted weight needs;
+* :class:`LMWorldModel` — :math:`o^i_t \sim p(o \mid \text{context}^i, a^i_t)`
+  (:class:`smcplan.llm.ObservationModel`; :math:`\log p` and :math:`\log q` of the sampled text),
+  then :math:`G^i_t = \mathrm{Update}(G^i_{t-1}, \mathrm{extract}(o^i_t, a^i_t))`
+  (:class:`~smcplan.planning.graph_update.GraphUpdate`) and the particle's next admissible set
+  (:func:`~smcplan.planning.text_particle.known_actions`).
+
+The admissible actions of imagined states are unknown; the real current set is used (filtered
+by what the particle's graph knows: the standard approximation).  The roles are passed in, so
+this module never imports ``smcplan.llm``; nor agents, eval or cli.  The progress twists are in
+:mod:`smcplan.planning.progress`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from smcplan.planning.components import Proposed, Transition
+from smcplan.planning.config import DEFAULT_RETRIEVAL, Retrieval
+from smcplan.planning.graph_update import GraphUpdate
+from smcplan.planning.outcome import DONE_ACTION
+from smcplan.planning.text_particle import TextParticle, key_to_seed, known_actions
+
+__all__ = ["LMProposal", "LMWorldModel"]
+
+
+class LMProposal:
+    """Planner proposal from an :class:`smcplan.llm.ActionProposal`-like role:
+    ``proposer(tasks, triplets, observations, admissible, seed) -> [p.action, p.logq, p.logp]``,
+    each particle over its own admissible actions (the real set where it has none)."""
+
+    def __init__(
+        self,
+        proposer: Any,
+        task: str,
+        admissible: Sequence[str],
+        retrieval: Retrieval = DEFAULT_RETRIEVAL,
+    ) -> None:
+        self.proposer, self.task = proposer, task
+        self.admissible, self.retrieval = list(admissible), retrieval
+
+    def __call__(
+        self, key: jax.Array, particles: list[TextParticle], t: int, horizon: int
+    ) -> Proposed:
+        n = len(particles)
+        options = [
+            [DONE_ACTION] if p.done else (list(p.admissible) if p.admissible else self.admissible)
+            for p in particles
+        ]
+        out = self.proposer(
+            [self.task] * n,
+            [p.facts(self.task, self.retrieval) for p in particles],
+            [p.observation for p in particles],
+            options,
+            seed=key_to_seed(key),
+        )
+        return Proposed(
+            [p.action for p in out],
+            jnp.asarray([p.logq for p in out]),
+            jnp.asarray([p.logp for p in out]),
+        )
+
+
+class LMWorldModel:
+    """Planner world model: predicted observations from an :class:`smcplan.llm.ObservationModel`-
+    like role (``model(contexts, actions, seed) -> [Sample]``), then each particle's graph copied
+    and updated (:class:`GraphUpdate`), and its next admissible set = the real set filtered to the
+    actions whose objects its graph knows (:func:`known_actions`; the real set as fallback)."""
+
+    def __init__(
+        self,
+        observation_model: Any,
+        task: str,
+        graphs: GraphUpdate,
+        admissible: Sequence[str],
+        retrieval: Retrieval = DEFAULT_RETRIEVAL,
+    ) -> None:
+        self.observation_model, self.task, self.graphs = observation_model, task, graphs
+        self.admissible, self.retrieval = list(admissible), retrieval
+
+    def __call__(
+        self,
+        key: jax.Array,
+        particles: list[TextParticle],
+        actions: list[str],
+        t: int,
+        horizon: int,
+    ) -> Transition:
+        k_obs, k_ext = jax.random.split(key)
+        actions = list(actions)
+        contexts = [p.context(self.task, self.retrieval) for p in particles]
+        samples = self.observation_model(contexts, actions, seed=key_to_seed(k_obs))
+        observations = [str(s.value if s.value is not None else s.text).strip() for s in samples]
+        updated = self.graphs(particles, actions, observations, k_ext)
+        new = [
+            p.extend(
+                a,
+                o,
+                kg=kg,
+                triplets=triples,
+                admissible=known_actions(self.admissible, kg) if kg is not None else None,
+            )
+            for p, a, o, (kg, triples) in zip(
+                particles, actions, observations, updated, strict=True
+            )
+        ]
+        return Transition(
+            new,
+            observations,
+            jnp.asarray([s.logp for s in samples]),
+            jnp.asarray([s.logq for s in samples]),
+        )
