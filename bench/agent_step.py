@@ -61,7 +61,7 @@ def _role_of_caller() -> str:
         frame = frame.f_back.f_back if frame and frame.f_back else None
         while frame is not None:
             owner = frame.f_locals.get("self")
-            if owner is not None and type(owner).__name__ != "LanguageModel":
+            if owner is not None and type(owner).__name__ != "TransformersLanguageModel":
                 return type(owner).__name__
             frame = frame.f_back
         return "other"

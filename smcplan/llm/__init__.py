@@ -2,9 +2,12 @@
 
 Public API (resolved lazily so that ``import smcplan.llm`` imports no torch):
 
-* :func:`load_model` → :class:`LanguageModel` (``generate``, ``sample``, ``logprob``), or for
-  ``"openai:<base_url>#<model>"`` a :class:`RemoteLanguageModel` with the same methods served by
-  vLLM, SGLang or a llama.cpp server (:mod:`smcplan.llm.backends.remote.client`);
+* :class:`LanguageModel`: the protocol every backend satisfies (``sample``, ``generate``,
+  ``logprob``, prompt rendering and token ids; :mod:`smcplan.llm.protocol`);
+* :func:`load_model` → a :class:`TransformersLanguageModel` (in this process), or for
+  ``"openai:<base_url>#<model>"`` a :class:`RemoteLanguageModel` served by vLLM, SGLang or a
+  llama.cpp server, or for ``"llamacpp:<name>"`` a llama.cpp model in this process: the
+  transports of :mod:`smcplan.llm.backends`;
 * roles, each batched over particles: :class:`TripletExtractor`, :class:`ActionProposal`,
   :class:`ObservationModel`, :class:`ProgressModel`, :class:`Reflection`, :class:`Critic`,
   :class:`RLAWActor`;
@@ -22,6 +25,7 @@ from typing import Any
 __all__ = [
     "load_model",
     "LanguageModel",
+    "TransformersLanguageModel",
     "Sample",
     "GenerationError",
     "ModelNotAvailable",
@@ -46,8 +50,9 @@ __all__ = [
 
 _WHERE = {
     "load_model": "smcplan.llm.loading",
-    "LanguageModel": "smcplan.llm.backends.hf",
-    "Sample": "smcplan.llm.backends.hf",
+    "LanguageModel": "smcplan.llm.protocol",
+    "TransformersLanguageModel": "smcplan.llm.backends.hf",
+    "Sample": "smcplan.llm.samples",
     "GenerationError": "smcplan.llm.constrained",
     "ModelNotAvailable": "smcplan.llm.registry",
     "known_models": "smcplan.llm.registry",

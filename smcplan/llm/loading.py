@@ -1,4 +1,4 @@
-"""``load_model``: registry name / folder / hub id → :class:`~smcplan.llm.LanguageModel`.
+"""``load_model``: registry name / folder / hub id → a :class:`~smcplan.llm.LanguageModel`.
 
 Quantisation (bitsandbytes): ``"nf4"`` is 4-bit NormalFloat (Dettmers et al. 2023, "QLoRA"),
 ``"int8"`` is LLM.int8() (Dettmers et al. 2022). Both also work on CPU with bitsandbytes 0.50
@@ -65,7 +65,8 @@ def load_model(
     adapter: str | os.PathLike[str] | None = None,
     **remote: Any,
 ):
-    """Load a causal LM and its tokenizer as a :class:`~smcplan.llm.LanguageModel`.
+    """Load a causal LM and its tokenizer as a
+    :class:`~smcplan.llm.backends.hf.TransformersLanguageModel`.
 
     ``name_or_path``: ``None`` (the packaged SmolLM2-135M-Instruct), a name from
     ``assets/registry.json`` (``"smollm2-135m"``, ``"gemma3-270m"``), a transformers folder, a
@@ -136,7 +137,7 @@ def load_model(
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from smcplan.llm.backends.hf import LanguageModel
+    from smcplan.llm.backends.hf import TransformersLanguageModel
     from smcplan.llm.prefix_cache import DEFAULT_PREFIX_CACHE_BYTES
 
     if quantization not in QUANTIZATIONS:
@@ -189,7 +190,7 @@ def load_model(
         model.eval()
     if threads is None and device == "cpu" and model.num_parameters() < SMALL_MODEL_PARAMS:
         threads = 1
-    return LanguageModel(
+    return TransformersLanguageModel(
         model,
         tokenizer,
         name=resolved.name if adapter is None else f"{resolved.name}+{os.fspath(adapter)}",

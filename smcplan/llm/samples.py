@@ -16,8 +16,8 @@ __all__ = ["Sample", "Usage"]
 @dataclass
 class Sample:
     """One generated output: parsed ``value``, raw ``text``, ``logq``/``logp`` (see
-    :mod:`smcplan.llm.backends.hf`),
-    ``token_ids`` the generated tokens (end-of-sequence included when ``finished``).
+    :meth:`smcplan.llm.protocol.LanguageModel.sample`), ``token_ids`` the generated tokens
+    (end-of-sequence included when ``finished``).
 
     ``finished`` is False when generation stopped at ``max_new_tokens`` before end-of-sequence
     (only possible for unbounded output types; ``value`` is then the parse of the partial text,

@@ -1,9 +1,9 @@
 """A tiny random-weight Llama with a real byte-level BPE tokenizer, built offline in seconds.
 
 Other layers' tests use :func:`tiny_model` as their fast language model: it is the same
-:class:`~smcplan.llm.LanguageModel` type as the real one (same chat template format, ChatML;
-same constrained generation and scoring code paths), only its weights are random, so its outputs
-are schema-valid but meaningless.
+:class:`~smcplan.llm.TransformersLanguageModel` type as the real one (same chat template format,
+ChatML; same constrained generation and scoring code paths), only its weights are random, so its
+outputs are schema-valid but meaningless.
 
 The tokenizer is a byte-level BPE (the GPT-2/SmolLM2 scheme: every byte is a base token, so any
 text, unicode included, can be encoded) trained on a small built-in corpus of text-game
@@ -121,7 +121,7 @@ def tiny_model_path(seed: int = 0) -> Path:
 
 
 def tiny_model(seed: int = 0, device: str = "cpu", threads: int | None = 1, **options):
-    """The tiny random-weight Llama as a :class:`~smcplan.llm.LanguageModel` (fast tests).
+    """The tiny random-weight Llama as a :class:`~smcplan.llm.TransformersLanguageModel` (tests).
 
     It runs on one CPU thread by default: its matrices are so small that thread synchronisation
     costs more than it saves (50x slower with 2 threads on a loaded 2-core machine).

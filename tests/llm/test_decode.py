@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from smcplan.llm.backends.hf import LanguageModel
+from smcplan.llm.backends.hf import TransformersLanguageModel
 from smcplan.llm.decode import reserve
 
 
@@ -53,9 +53,10 @@ def test_preallocated_layers_give_identical_logits(tiny):
 
 
 def test_sampling_is_unchanged_with_and_without_the_prefix_cache(tiny):
-    on = LanguageModel(tiny.model, tiny.tokenizer, "on", threads=tiny.threads)
-    off = LanguageModel(tiny.model, tiny.tokenizer, "off", threads=tiny.threads,
-                        prefix_cache=False)
+    on = TransformersLanguageModel(tiny.model, tiny.tokenizer, "on", threads=tiny.threads)
+    off = TransformersLanguageModel(
+        tiny.model, tiny.tokenizer, "off", threads=tiny.threads, prefix_cache=False
+    )
     prompts = ["Observation: a coin.", "Observation: a much longer text about a box."]
     a = on.sample(prompts, n=3, max_new_tokens=12, seed=4)
     b = off.sample(prompts, n=3, max_new_tokens=12, seed=4)

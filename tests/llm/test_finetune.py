@@ -79,7 +79,7 @@ def test_an_adapter_round_trips_with_the_same_log_probs(tiny_path, tmp_path):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from smcplan.llm.backends.hf import LanguageModel
+    from smcplan.llm.backends.hf import TransformersLanguageModel
     from smcplan.llm.finetune import load_adapter, save_adapter
     from smcplan.llm.testing import TINY_CONFIG
 
@@ -93,7 +93,7 @@ def test_an_adapter_round_trips_with_the_same_log_probs(tiny_path, tmp_path):
     tokenizer = AutoTokenizer.from_pretrained(tiny_path)
     live = load_adapter(base, result.weights)
     saved = save_adapter(live, tmp_path / "copy")
-    in_process = LanguageModel(live, tokenizer, prefix_cache=False, threads=1)
+    in_process = TransformersLanguageModel(live, tokenizer, prefix_cache=False, threads=1)
     loaded = _lm(tiny_path, saved)
     prompts = [ex["prompt"] for ex in EXAMPLES]
     answers = [ex["completion"] for ex in EXAMPLES]

@@ -16,7 +16,7 @@ import pytest
 import torch
 from outlines.types import Regex
 
-from smcplan.llm.backends.hf import LanguageModel
+from smcplan.llm.backends.hf import TransformersLanguageModel
 from smcplan.llm.prefix_cache import PrefixCache
 
 TOL = 1e-3
@@ -36,10 +36,14 @@ def _prompt(obs: str, history: str = "") -> list[dict[str, str]]:
     ]
 
 
-def _pair(lm, **cache_options) -> tuple[LanguageModel, LanguageModel]:
+def _pair(lm, **cache_options) -> tuple[TransformersLanguageModel, TransformersLanguageModel]:
     """The same weights twice: cache on (``cache_options``) and off."""
-    on = LanguageModel(lm.model, lm.tokenizer, "on", threads=lm.threads, **cache_options)
-    off = LanguageModel(lm.model, lm.tokenizer, "off", threads=lm.threads, prefix_cache=False)
+    on = TransformersLanguageModel(
+        lm.model, lm.tokenizer, "on", threads=lm.threads, **cache_options
+    )
+    off = TransformersLanguageModel(
+        lm.model, lm.tokenizer, "off", threads=lm.threads, prefix_cache=False
+    )
     return on, off
 
 

@@ -1,10 +1,12 @@
 """The language-model object every role and agent uses: batched constrained sampling and scoring.
 
-``LanguageModel`` wraps a transformers causal LM and its tokenizer and offers two operations:
+:class:`TransformersLanguageModel`, the transformers backend of the
+:class:`smcplan.llm.LanguageModel` protocol, wraps a transformers causal LM and its tokenizer and
+offers two operations:
 
-* :meth:`LanguageModel.sample` / :meth:`LanguageModel.generate`: draw ``n`` outputs per prompt,
-  all prompts in one batch, each constrained by an output type (outlines token masks, see
-  :mod:`smcplan.llm.constrained`). Token ``t`` is drawn from
+* :meth:`TransformersLanguageModel.sample` / :meth:`~TransformersLanguageModel.generate`: draw
+  ``n`` outputs per prompt, all prompts in one batch, each constrained by an output type
+  (outlines token masks, see :mod:`smcplan.llm.constrained`). Token ``t`` is drawn from
 
       q(y_t | x, y_<t) ∝ [m_t(y_t) · p(y_t | x, y_<t)]^(1/T)  restricted to the top-p nucleus,
 
@@ -12,8 +14,8 @@
   proposal log-density a sequential Monte Carlo weight divides by) and ``logp = Σ_t log p(y_t | ·)``
   under the unconstrained model at temperature 1 (the target it multiplies by), cf. Lew et al.
   2023, "Sequential Monte Carlo steering of LLMs using probabilistic programs".
-* :meth:`LanguageModel.logprob`: ``log p(y | x)`` of given continuations, reusing each distinct
-  prompt's KV cache (:mod:`smcplan.llm.scoring`).
+* :meth:`TransformersLanguageModel.logprob`: ``log p(y | x)`` of given continuations, reusing
+  each distinct prompt's KV cache (:mod:`smcplan.llm.scoring`).
 
 Both start from the cross-call prefix cache (:mod:`smcplan.llm.prefix_cache`, on by default):
 a prompt whose first tokens were run by an earlier call reuses their key/value states and runs
@@ -43,6 +45,7 @@ import numpy as np
 import torch
 
 from smcplan.errors import ArgumentTypeError, InvalidArgumentError, check_int
+from smcplan.llm.backends.base import ClientSide, token_limit
 from smcplan.llm.constrained import (  # noqa: F401 (GenerationError: re-exported)
     GenerationError,
     OutputSpec,
@@ -60,22 +63,21 @@ from smcplan.llm.inputs import (
 )
 from smcplan.llm.prefill import prefill, remember_decoded, supports_prefix_cache
 from smcplan.llm.prefix_cache import DEFAULT_PREFIX_CACHE_BYTES, PrefixCache
+from smcplan.llm.protocol import Prompt
 from smcplan.llm.samples import Sample, Usage, _Runtime
 from smcplan.llm.scoring import score_cached, score_naive
 from smcplan.llm.vocab import outlines_vocabulary
 
-__all__ = ["LanguageModel", "Sample", "Prompt", "Usage"]
-
-Prompt = str | Sequence[dict[str, str]]
-
-_DEFAULT_TEXT_TOKENS = 64
+__all__ = ["TransformersLanguageModel", "Sample", "Prompt", "Usage"]
 
 
-class LanguageModel:
+class TransformersLanguageModel(ClientSide):
     """A causal LM with batched constrained sampling and KV-cached scoring.
 
     Build it with :func:`smcplan.llm.load_model` (or :func:`smcplan.llm.testing.tiny_model`).
-    ``name`` is the registry name or path it was loaded from.
+    ``name`` is the registry name or path it was loaded from. Prompt rendering, token ids,
+    seeds and ``generate`` are those of every backend
+    (:class:`~smcplan.llm.backends.base.ClientSide`).
     """
 
     def __init__(
@@ -116,44 +118,10 @@ class LanguageModel:
         self.stop_token_ids: frozenset[int] = frozenset(int(s) for s in stop)
         self.has_chat_template = bool(getattr(tokenizer, "chat_template", None))
 
-    # ------------------------------------------------------------------ formatting
+    # ------------------------------------------------------------------ placement
     @property
     def device(self) -> torch.device:
         return self.model.device
-
-    def format_prompt(self, prompt: Prompt, assistant_prefix: str = "") -> str:
-        """Render ``prompt`` as the model sees it (chat template + generation prompt + prefix)."""
-        messages = (
-            [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
-        )
-        for m in messages:
-            if not isinstance(m, dict) or "role" not in m or "content" not in m:
-                raise TypeError(
-                    f"a chat message must be a dict with 'role' and 'content'; got {m!r}"
-                )
-        if self.has_chat_template:
-            text = self.tokenizer.apply_chat_template(
-                messages, tokenize=False, add_generation_prompt=True
-            )
-        else:
-            text = (
-                "".join(f"{m['role'].capitalize()}: {m['content']}\n\n" for m in messages)
-                + "Assistant:"
-            )
-            if assistant_prefix:
-                text += " "
-        return text + assistant_prefix
-
-    def encode_prompt(self, prompt: Prompt, assistant_prefix: str = "") -> list[int]:
-        text = self.format_prompt(prompt, assistant_prefix)
-        # a chat template writes its own special tokens; plain text gets the tokenizer's (e.g. BOS)
-        return list(
-            self.tokenizer(text, add_special_tokens=not self.has_chat_template)["input_ids"]
-        )
-
-    def encode_continuation(self, text: str, add_eos: bool = False) -> list[int]:
-        ids = list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
-        return ids + [self.eos_token_id] if add_eos else ids
 
     # ------------------------------------------------------------------ constraints
     def _processor(self, spec: OutputSpec):
@@ -180,10 +148,6 @@ class LanguageModel:
         proc = rt.processor(spec.key, build)
         proc.reset()
         return proc
-
-    def derive_seed(self, seed: int | None) -> int:
-        """``seed`` itself, or (``None``) the next seed of this object's own seeded stream."""
-        return int(self._rng.integers(2**62)) if seed is None else int(seed)
 
     # ------------------------------------------------------------------ sampling
     @contextlib.contextmanager
@@ -240,8 +204,7 @@ class LanguageModel:
         spec = output_spec(output_type)  # a bad output type is refused even without prompts
         if not prompts:
             return []
-        bound = spec.max_bytes + 1 if spec.max_bytes is not None else None
-        limit = max_new_tokens if max_new_tokens is not None else (bound or _DEFAULT_TEXT_TOKENS)
+        bound, limit = token_limit(spec, max_new_tokens)
         prefixes = _prefixes(assistant_prefix, len(prompts))
         window = window_of(self.model)
         # room after the prompt: one token (else refused), or the whole answer when truncating
@@ -296,37 +259,6 @@ class LanguageModel:
                 )
             )  # fmt: skip
         return [samples[k * n : (k + 1) * n] for k in range(len(prompts))]
-
-    def generate(
-        self,
-        prompts: Sequence[Prompt],
-        output_type: Any = None,
-        n: int = 1,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
-        max_new_tokens: int | None = None,
-        seed: int | None = None,
-        assistant_prefix: str | Sequence[str] = "",
-        truncation: str | None = None,
-    ) -> list[Any]:
-        """Parsed outputs, one per prompt (``n == 1``) or a list of ``n`` per prompt (``n > 1``).
-
-        Same arguments as :meth:`sample`, which also returns the log-densities.
-        """
-        out = self.sample(
-            prompts,
-            output_type,
-            n,
-            temperature,
-            top_p,
-            max_new_tokens,
-            seed,
-            assistant_prefix,
-            truncation,
-        )
-        if n == 1:
-            return [s[0].value for s in out]
-        return [[x.value for x in s] for s in out]
 
     # ------------------------------------------------------------------ scoring
     def logprob(
@@ -393,7 +325,10 @@ class LanguageModel:
             return scores
 
     def __repr__(self) -> str:
-        return f"LanguageModel({self.name!r}, device={self.device}, dtype={self.model.dtype})"
+        return (
+            f"TransformersLanguageModel({self.name!r}, device={self.device}, "
+            f"dtype={self.model.dtype})"
+        )
 
 
 def _prefixes(assistant_prefix: str | Sequence[str], count: int) -> list[str]:

@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from smcplan.llm.backends.base import token_limit
 from smcplan.llm.backends.remote.client import (
     RemoteLanguageModel,
     _load_tokenizer,
@@ -45,7 +46,6 @@ __all__ = ["LlamaCppLanguageModel", "PREFIX"]
 PREFIX = "llamacpp:"
 #: prompt tokens evaluated together (``Llama.eval``), at positions aligned to multiples of it
 CHUNK = 64
-_DEFAULT_TEXT_TOKENS = 64
 
 
 def _log_softmax_at(rows: np.ndarray, ids: Sequence[int]) -> np.ndarray:
@@ -76,9 +76,9 @@ class LlamaCppLanguageModel(RemoteLanguageModel):
         self.slots = 1  # one sequence at a time (llama-cpp-python's Llama)
         from llama_cpp import Llama
 
-        from smcplan.llm.backends.hf import Usage
         from smcplan.llm.backends.llamacpp_server import gguf_path
         from smcplan.llm.registry import ModelNotAvailable
+        from smcplan.llm.samples import Usage
 
         if not isinstance(threads, int) or threads < 1:
             raise ValueError(f"threads must be an int >= 1; got {threads!r}")
@@ -184,13 +184,6 @@ class LlamaCppLanguageModel(RemoteLanguageModel):
         return out
 
     # ------------------------------------------------------------------ sampling
-    def _prefixes(self, assistant_prefix, size: int) -> list[str]:
-        one = isinstance(assistant_prefix, str)
-        prefixes = [assistant_prefix] * size if one else list(assistant_prefix)
-        if len(prefixes) != size:
-            raise ValueError(f"got {len(prefixes)} assistant prefixes for {size} prompts")
-        return prefixes
-
     def _grammar(self, regex: str):
         if regex not in self._grammars:
             from llama_cpp import LlamaGrammar
@@ -243,8 +236,7 @@ class LlamaCppLanguageModel(RemoteLanguageModel):
         truncation = check_truncation(truncation)
         prefixes = self._prefixes(assistant_prefix, len(prompts))
         spec = output_spec(output_type)
-        bound = spec.max_bytes + 1 if spec.max_bytes is not None else None
-        limit = max_new_tokens if max_new_tokens is not None else (bound or _DEFAULT_TEXT_TOKENS)
+        bound, limit = token_limit(spec, max_new_tokens)
         grammar = self._grammar(spec_regex(spec)) if spec.term is not None else None
         q_is_p = proposal_is_model(spec.term is not None, temperature, top_p)
         window = self.model.config.max_position_embeddings

@@ -2,7 +2,8 @@
 
 ``load_model("openai:<base_url>#<model>")`` (e.g. ``openai:http://127.0.0.1:8000/v1#smollm2-135m``)
 returns a :class:`RemoteLanguageModel` with the same ``generate`` / ``sample`` / ``logprob`` as
-the in-process :class:`~smcplan.llm.LanguageModel`, so every role and agent runs unchanged.
+the in-process :class:`~smcplan.llm.backends.hf.TransformersLanguageModel` (both satisfy the
+:class:`smcplan.llm.LanguageModel` protocol), so every role and agent runs unchanged.
 
 The client keeps the model's *tokenizer* (a few MB, no weights): prompts are rendered with the
 same chat template and encoded into the same token ids as in-process, and continuations are
@@ -41,6 +42,7 @@ from urllib.parse import urlparse
 import numpy as np
 
 from smcplan.errors import check_int
+from smcplan.llm.backends.base import ClientSide, token_limit
 from smcplan.llm.backends.remote.engines import (
     ENGINES,
     detect_engine,
@@ -52,7 +54,6 @@ from smcplan.llm.backends.remote.http import HttpClient
 __all__ = ["RemoteLanguageModel", "RemoteSpecError", "parse_remote", "proposal_is_model", "PREFIX"]
 
 PREFIX = "openai:"
-_DEFAULT_TEXT_TOKENS = 64
 
 
 def proposal_is_model(constrained: bool, temperature: float, top_p: float) -> bool:
@@ -119,7 +120,7 @@ def _window(path: str) -> int | None:
     return None
 
 
-class RemoteLanguageModel:
+class RemoteLanguageModel(ClientSide):
     """``generate`` / ``sample`` / ``logprob`` served by a remote engine (module docstring).
 
     ``engine``: ``"vllm"``, ``"sglang"``, ``"llamacpp"`` (llama-cpp-python's server),
@@ -149,7 +150,7 @@ class RemoteLanguageModel:
         window: int | None = None,
         slots: int | None = None,
     ) -> None:
-        from smcplan.llm.backends.hf import Usage
+        from smcplan.llm.samples import Usage
 
         if engine is not None and engine not in ENGINES:
             raise ValueError(f"unknown engine {engine!r}; valid: {', '.join(ENGINES)} or None")
@@ -189,29 +190,17 @@ class RemoteLanguageModel:
         self.bos_token_id = self.tokenizer.bos_token_id
         self.has_chat_template = bool(getattr(self.tokenizer, "chat_template", None))
 
-    # same rendering and token ids as the in-process model
-    def format_prompt(self, prompt: Any, assistant_prefix: str = "") -> str:
-        from smcplan.llm.backends.hf import LanguageModel
-
-        return LanguageModel.format_prompt(self, prompt, assistant_prefix)  # type: ignore[arg-type]
-
-    def encode_prompt(self, prompt: Any, assistant_prefix: str = "") -> list[int]:
-        from smcplan.llm.backends.hf import LanguageModel
-
-        return LanguageModel.encode_prompt(self, prompt, assistant_prefix)  # type: ignore[arg-type]
-
-    def encode_continuation(self, text: str, add_eos: bool = False) -> list[int]:
-        from smcplan.llm.backends.hf import LanguageModel
-
-        return LanguageModel.encode_continuation(self, text, add_eos)  # type: ignore[arg-type]
-
-    def derive_seed(self, seed: int | None) -> int:
-        """``seed`` itself, or (``None``) the next seed of this object's own seeded stream."""
-        return int(self._rng.integers(2**62)) if seed is None else int(seed)
-
     def reseed(self, seed: int) -> None:
         """Restart the stream of per-call seeds (the eval harness does this per episode)."""
         self._rng = np.random.default_rng(seed)
+
+    def _prefixes(self, assistant_prefix, size: int) -> list[str]:
+        """One assistant prefix per prompt (a single string is shared by all)."""
+        one = isinstance(assistant_prefix, str)
+        prefixes = [assistant_prefix] * size if one else list(assistant_prefix)
+        if len(prefixes) != size:
+            raise ValueError(f"got {len(prefixes)} assistant prefixes for {size} prompts")
+        return prefixes
 
     def _decode(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode(list(ids), skip_special_tokens=True)
@@ -283,7 +272,7 @@ class RemoteLanguageModel:
         truncation: str | None = None,
     ) -> list[list[Any]]:
         """Draw ``n`` samples per prompt on the engine; returns ``[prompt][sample]`` like
-        :meth:`smcplan.llm.backends.hf.LanguageModel.sample` (``logq``: module docstring)."""
+        :meth:`smcplan.llm.LanguageModel.sample` (``logq``: module docstring)."""
         from smcplan.llm.constrained import finished_sample, output_spec, spec_regex
         from smcplan.llm.inputs import check_truncation, fit_prompt
 
@@ -295,17 +284,10 @@ class RemoteLanguageModel:
             raise ValueError(
                 f"need temperature >= 0 and 0 < top_p <= 1; got {temperature}, {top_p}"
             )
-        prefixes = (
-            [assistant_prefix] * len(prompts)
-            if isinstance(assistant_prefix, str)
-            else list(assistant_prefix)
-        )
-        if len(prefixes) != len(prompts):
-            raise ValueError(f"got {len(prefixes)} assistant prefixes for {len(prompts)} prompts")
+        prefixes = self._prefixes(assistant_prefix, len(prompts))
         truncation = check_truncation(truncation)
         spec = output_spec(output_type)
-        bound = spec.max_bytes + 1 if spec.max_bytes is not None else None
-        limit = max_new_tokens if max_new_tokens is not None else (bound or _DEFAULT_TEXT_TOKENS)
+        bound, limit = token_limit(spec, max_new_tokens)
         regex = spec_regex(spec) if spec.term is not None else None
         q_is_p = proposal_is_model(spec.term is not None, temperature, top_p)
         window = self.model.config.max_position_embeddings
@@ -352,13 +334,6 @@ class RemoteLanguageModel:
             result.append(group)
         return result
 
-    def generate(
-        self, prompts: Sequence[Any], output_type: Any = None, n: int = 1, **kwargs: Any
-    ) -> list[Any]:
-        """Parsed outputs, one per prompt (``n == 1``) or a list of ``n`` per prompt."""
-        out = self.sample(prompts, output_type, n, **kwargs)
-        return [s[0].value for s in out] if n == 1 else [[x.value for x in s] for s in out]
-
     # ------------------------------------------------------------------ scoring
     def logprob(
         self,
@@ -384,13 +359,7 @@ class RemoteLanguageModel:
             )
         if len(prompts) != len(continuations):
             raise ValueError(f"got {len(prompts)} prompts but {len(continuations)} continuations")
-        prefixes = (
-            [assistant_prefix] * len(prompts)
-            if isinstance(assistant_prefix, str)
-            else list(assistant_prefix)
-        )
-        if len(prefixes) != len(prompts):
-            raise ValueError(f"got {len(prefixes)} assistant prefixes for {len(prompts)} prompts")
+        prefixes = self._prefixes(assistant_prefix, len(prompts))
         truncation = check_truncation(truncation)
         if not prompts:
             return np.zeros(0)
