@@ -13,11 +13,14 @@ from __future__ import annotations
 import random
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from smcplan.eval.episodes import EpisodeSpec
+
+if TYPE_CHECKING:
+    from smcplan.llm import LanguageModel
 
 __all__ = [
     "EnvPool",
@@ -46,7 +49,9 @@ def agent_needs_lm(name: str) -> bool:
     return name in agents.AGENTS and agents.AGENTS[name].lm
 
 
-def default_make_agent(name: str, lm: Any, seed: int, config: dict[str, Any]) -> Any:
+def default_make_agent(
+    name: str, lm: LanguageModel | None, seed: int, config: dict[str, Any]
+) -> Any:
     """``smcplan.agents.make(name, lm=lm, seed=seed, **config)``; ``seed`` only if the agent
     declares it (all agents are also reproducible through the reseeded global generators)."""
     from smcplan import agents
@@ -90,7 +95,7 @@ def seed_everything(seed: int) -> None:
         torch.manual_seed(seed)
 
 
-def reseed_lm(lm: Any, seed: int) -> bool:
+def reseed_lm(lm: LanguageModel | None, seed: int) -> bool:
     """Restart the model's own stream of per-call seeds (``lm.reseed(seed)``) if it has one."""
     reseed = getattr(lm, "reseed", None)
     if callable(reseed):

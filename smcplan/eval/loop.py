@@ -16,11 +16,14 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from smcplan.eval.episodes import EpisodeSpec
 from smcplan.eval.metrics import step_count
 from smcplan.eval.records import STEP_SCHEMA, JsonlWriter
+
+if TYPE_CHECKING:
+    from smcplan.llm import LanguageModel
 
 #: the usage counters that add up to a step's ``llm_tokens`` (``cached_tokens`` is a part of
 #: ``prompt_tokens``: the prompt tokens the prefix cache served)
@@ -60,14 +63,14 @@ def _number(x: float) -> int | float:
     return int(x) if float(x).is_integer() else x
 
 
-def usage(lm: Any) -> dict[str, int] | None:
+def usage(lm: LanguageModel | None) -> dict[str, int] | None:
     """The language model's cumulative counters (``LanguageModel.usage``), or None."""
     counters = getattr(lm, "usage", None)
     as_dict = getattr(counters, "as_dict", None)
     return dict(as_dict()) if callable(as_dict) else None
 
 
-def usage_delta(before: dict[str, int] | None, lm: Any) -> dict[str, int] | None:
+def usage_delta(before: dict[str, int] | None, lm: LanguageModel | None) -> dict[str, int] | None:
     """``usage(lm) - before`` per counter, or None when either side is unknown."""
     after = usage(lm)
     if before is None or after is None:
@@ -123,7 +126,7 @@ def run_episode(
     episode_id: str,
     log: EpisodeLog,
     progress: Callbacks | None = None,
-    lm: Any = None,
+    lm: LanguageModel | None = None,
 ) -> EpisodeLog:
     """Play ``trials`` trials (stopping at the first win) of one episode; write each step.
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from smcplan.eval.build import EnvPool, attach_simulator, reseed_lm, seed_everything
 from smcplan.eval.config import EvalConfig, now
@@ -30,6 +30,9 @@ from smcplan.eval.metrics import episode_stats
 from smcplan.eval.progress import Bars
 from smcplan.eval.records import EPISODE_SCHEMA, JsonlWriter, RunPaths, atomic_write_json
 
+if TYPE_CHECKING:
+    from smcplan.llm import LanguageModel
+
 __all__ = ["play_episode", "run_one_episode"]
 
 MakeAgent = Callable[[str, Any, int, dict[str, Any]], Any]
@@ -40,7 +43,7 @@ def play_episode(
     spec: EpisodeSpec,
     pool: EnvPool,
     make_agent: MakeAgent,
-    lm: Any,
+    lm: LanguageModel | None,
     agent_seed: int,
     writer: JsonlWriter,
     log: EpisodeLog,
@@ -86,7 +89,7 @@ def run_one_episode(
     spec: EpisodeSpec,
     pool: EnvPool,
     make_agent: MakeAgent,
-    lm: Any,
+    lm: LanguageModel | None,
     bars: Bars,
 ) -> dict[str, Any]:
     """Seed, play and summarise one episode; write its summary atomically and return it."""

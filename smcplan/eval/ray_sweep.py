@@ -24,10 +24,13 @@ import shutil
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from smcplan.eval.episodes import EpisodeSpec, episode_seed
 from smcplan.eval.records import EPISODE_SCHEMA, RunPaths, atomic_write_json
+
+if TYPE_CHECKING:
+    from smcplan.llm import LanguageModel
 
 __all__ = ["WorkerFactory", "EpisodeWorker", "write_outcome", "failure_summary", "run_parallel"]
 
@@ -61,7 +64,7 @@ class EpisodeWorker:
         self.paths.episodes.mkdir(parents=True, exist_ok=True)
         self.pool = EnvPool(factory.make_env, {"max_steps": factory.config.max_steps})
         self.bars = Bars(0, 0, factory.config.max_steps, False, None)
-        self.lm: Any = None
+        self.lm: LanguageModel | None = None
         self._lm_loaded = False
 
     def __call__(self, index: int, spec: EpisodeSpec) -> dict[str, Any]:

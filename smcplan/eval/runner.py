@@ -26,7 +26,7 @@ Layering: imports ``smcplan.envs``, ``smcplan.agents`` and ``smcplan.llm`` lazil
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from smcplan.eval.build import (
     EnvPool,
@@ -57,6 +57,9 @@ from smcplan.eval.play import MakeAgent, run_one_episode
 from smcplan.eval.progress import Bars
 from smcplan.eval.records import RunPaths
 from smcplan.interrupts import stops_on_signals
+
+if TYPE_CHECKING:
+    from smcplan.llm import LanguageModel
 
 __all__ = [
     "IDENTITY_FIELDS",
@@ -120,7 +123,7 @@ def run_eval(
 
     bars = Bars(len(specs), len(specs) - len(todo), config.max_steps, progress, show)
     pool = EnvPool(make_env, {"max_steps": config.max_steps})
-    lm: Any = None
+    lm: LanguageModel | None = None
     lm_loaded = False
 
     def episode_ended(summary: dict[str, Any]) -> None:

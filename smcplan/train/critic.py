@@ -41,10 +41,13 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from smcplan.errors import InvalidArgumentError, check_int, check_options
 from smcplan.train.data import subsample_and_save, write_sft_manifest
+
+if TYPE_CHECKING:
+    from smcplan.llm import LanguageModel
 
 __all__ = [
     "SCORES",
@@ -169,7 +172,9 @@ class CriticScore:
         return asdict(self)
 
 
-def score_actions(lm: Any, examples: Sequence[dict[str, Any]], batch: int = 4) -> list[float]:
+def score_actions(
+    lm: LanguageModel, examples: Sequence[dict[str, Any]], batch: int = 4
+) -> list[float]:
     """The expected critique score of each example's action under ``lm`` (module docstring)."""
     values = [json.dumps(v) for v in SCORES]
     out = []
@@ -187,7 +192,7 @@ def score_actions(lm: Any, examples: Sequence[dict[str, Any]], batch: int = 4) -
 
 
 def evaluate_critic(
-    lm: Any, examples: Sequence[dict[str, Any]], resamples: int = 2000, seed: int = 0
+    lm: LanguageModel, examples: Sequence[dict[str, Any]], resamples: int = 2000, seed: int = 0
 ) -> tuple[CriticScore, list[float]]:
     """AUC of ``lm``'s expected critique score on labelled ``examples`` (and the scores)."""
     t0 = time.perf_counter()

@@ -38,9 +38,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from smcplan.errors import InvalidArgumentError, check_float, check_int, check_options
+
+if TYPE_CHECKING:
+    from smcplan.llm import LanguageModel
 
 __all__ = [
     "NORMALIZATIONS",
@@ -177,7 +180,7 @@ class GRPOMRConfig:
         return self
 
 
-def _play_group(env: Any, lm: Any, seed: int, cfg: GRPOMRConfig, it: int) -> list[dict]:
+def _play_group(env: Any, lm: LanguageModel, seed: int, cfg: GRPOMRConfig, it: int) -> list[dict]:
     """``group_size`` episodes of task ``seed``: per step the prompt, answer, tag and reward."""
     from smcplan.agents.rlvmr import RLVMRAgent
 

@@ -29,13 +29,16 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from smcplan.agents.llm_agent import Decision
 from smcplan.agents.rlvmr import RLVMRAgent
 from smcplan.agents.rlvmr_rewards import TaggedStep, format_response, looks_invalid
 from smcplan.errors import InvalidArgumentError, check_options
 from smcplan.train.data import subsample_and_save, write_sft_manifest
+
+if TYPE_CHECKING:
+    from smcplan.llm import LanguageModel
 
 __all__ = ["annotate", "cold_start_examples", "train_cold_start", "run"]
 
@@ -91,7 +94,9 @@ class _Replay(RLVMRAgent):
 
     name = "rlvmr-replay"
 
-    def __init__(self, lm: Any, script: Sequence[tuple[str, str, str]], **config: Any) -> None:
+    def __init__(
+        self, lm: LanguageModel, script: Sequence[tuple[str, str, str]], **config: Any
+    ) -> None:
         super().__init__(lm, **config)
         self.script = list(script)
         self.examples: list[dict[str, Any]] = []
@@ -118,7 +123,9 @@ class _Replay(RLVMRAgent):
         return Decision(action, content, tag)
 
 
-def cold_start_examples(transitions: Iterable[dict[str, Any]], lm: Any) -> list[dict[str, Any]]:
+def cold_start_examples(
+    transitions: Iterable[dict[str, Any]], lm: LanguageModel
+) -> list[dict[str, Any]]:
     """SFT examples ``{"prompt", "completion", "tag", "episode", "t"}`` from the *won* episodes
     among shard ``transitions`` (:func:`annotate`, prompts replayed through the agent on ``lm``,
     whose tokenizer and window size the agent's context budget uses)."""

@@ -29,11 +29,14 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from smcplan.errors import InvalidArgumentError, check_int
 from smcplan.eval.metrics import Z_95, wilson_interval
 from smcplan.train.data import read_shard, subsample_and_save, write_sft_manifest
+
+if TYPE_CHECKING:
+    from smcplan.llm import LanguageModel
 
 __all__ = [
     "OBS_CHARS",
@@ -143,7 +146,7 @@ class WorldModelScore:
 
 
 def evaluate_world_model(
-    lm: Any,
+    lm: LanguageModel,
     examples: Sequence[dict[str, Any]],
     max_new_tokens: int = 128,
     batch_size: int = 8,

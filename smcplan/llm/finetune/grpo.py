@@ -34,10 +34,13 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from smcplan.errors import check_float, check_int
 from smcplan.llm.finetune.lora import FinetuneError, LoraSettings, require
+
+if TYPE_CHECKING:
+    from smcplan.llm.backends.hf import TransformersLanguageModel
 
 __all__ = ["PolicySettings", "UpdateStats", "clipped_kl_loss", "PolicyOptimizer"]
 
@@ -128,7 +131,7 @@ class PolicyOptimizer:
 
     def __init__(
         self,
-        lm: Any,
+        lm: TransformersLanguageModel,
         adapter: str | os.PathLike[str] | None = None,
         settings: PolicySettings | None = None,
         lora: LoraSettings | None = None,

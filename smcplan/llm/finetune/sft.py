@@ -23,10 +23,13 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from smcplan.errors import check_float, check_int
 from smcplan.llm.finetune.lora import FinetuneError, LoraSettings, lora_config, require
+
+if TYPE_CHECKING:
+    from smcplan.llm.protocol import LanguageModel
 
 __all__ = [
     "SFTSettings",
@@ -253,7 +256,7 @@ def train_sft(
     )
 
 
-def completion_loss(lm: Any, examples: Sequence[Mapping[str, Any]]) -> list[float]:
+def completion_loss(lm: LanguageModel, examples: Sequence[Mapping[str, Any]]) -> list[float]:
     """Per example, the mean NLL per completion token under ``lm`` (a
     :class:`smcplan.llm.LanguageModel`), end-of-turn included: the quantity SFT minimises."""
     prompts = [ex["prompt"] for ex in examples]

@@ -8,9 +8,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from smcplan.llm.templates import RoleAssets, load_role
+
+if TYPE_CHECKING:
+    from smcplan.llm.protocol import LanguageModel
 
 __all__ = ["Role", "check_lengths"]
 
@@ -38,7 +41,7 @@ class Role:
 
     def __init__(
         self,
-        lm: Any,
+        lm: LanguageModel,
         assets: RoleAssets | None = None,
         roles_dir: str | Path | None = None,
         settings: dict[str, Any] | None = None,

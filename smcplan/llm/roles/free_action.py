@@ -27,6 +27,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from smcplan.llm.protocol import LanguageModel
 
 __all__ = ["FreeAction", "FREE_TEXT", "ARGUMENT", "action_regex", "generate_actions"]
 
@@ -71,7 +75,7 @@ def action_regex(verbs: Sequence[str] | None, suffix: str = "") -> str:
 
 
 def generate_actions(
-    lm,
+    lm: LanguageModel,
     prompts: Sequence[list[dict[str, str]]],
     prefixes: Sequence[str],
     verbs: Sequence[str] | None,

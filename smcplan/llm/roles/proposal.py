@@ -33,10 +33,14 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from smcplan.llm.roles.base import Role, check_lengths
+
+if TYPE_CHECKING:
+    from smcplan.llm.protocol import LanguageModel
 
 __all__ = ["ActionProposal", "Proposal", "RLAWActor", "ActorOutput", "choose"]
 
@@ -57,7 +61,7 @@ class Proposal:
 
 
 def choose(
-    lm,
+    lm: LanguageModel,
     prompts: Sequence[list[dict[str, str]]],
     prefixes: Sequence[str],
     admissible: Sequence[Sequence[str]],
@@ -135,7 +139,7 @@ class ActionProposal(Role):
 
     def __init__(
         self,
-        lm,
+        lm: LanguageModel,
         temperature: float = 1.0,
         think: bool = False,
         thought_temperature: float = 1.0,
@@ -245,7 +249,11 @@ class RLAWActor(Role):
     asset_name = "rlaw_actor"
 
     def __init__(
-        self, lm, temperature: float = 1.0, thought_temperature: float = 1.0, **kwargs
+        self,
+        lm: LanguageModel,
+        temperature: float = 1.0,
+        thought_temperature: float = 1.0,
+        **kwargs,
     ) -> None:
         super().__init__(lm, **kwargs)
         self.temperature = temperature

@@ -18,8 +18,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from smcplan.llm.roles.base import Role, check_lengths
+
+if TYPE_CHECKING:
+    from smcplan.llm.protocol import LanguageModel
 
 _STR = r'"(?:[^"\\]|\\.)*"'
 _TRIPLE = re.compile(r"\[ ?(" + _STR + r") ?, ?(" + _STR + r") ?, ?(" + _STR + r") ?\]")
@@ -43,7 +47,7 @@ class TripletExtractor(Role):
 
     asset_name = "triplets"
 
-    def __init__(self, lm, temperature: float = 0.0, **kwargs) -> None:
+    def __init__(self, lm: LanguageModel, temperature: float = 0.0, **kwargs) -> None:
         super().__init__(lm, **kwargs)
         self.temperature = temperature
 

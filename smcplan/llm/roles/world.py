@@ -18,11 +18,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from smcplan.llm.backends.hf import Sample
 from smcplan.llm.roles.base import Role, check_lengths
+from smcplan.llm.samples import Sample
+
+if TYPE_CHECKING:
+    from smcplan.llm.protocol import LanguageModel
 
 __all__ = ["ObservationModel", "ProgressModel", "Progress"]
 
@@ -38,7 +42,12 @@ class ObservationModel(Role):
     asset_name = "observation"
 
     def __init__(
-        self, lm, temperature: float = 1.0, top_p: float = 1.0, max_new_tokens: int = 48, **kwargs
+        self,
+        lm: LanguageModel,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        max_new_tokens: int = 48,
+        **kwargs,
     ) -> None:
         super().__init__(lm, **kwargs)
         self.temperature = temperature
@@ -103,7 +112,7 @@ class ProgressModel(Role):
 
     asset_name = "progress"
 
-    def __init__(self, lm, threshold: float = 0.5, **kwargs) -> None:
+    def __init__(self, lm: LanguageModel, threshold: float = 0.5, **kwargs) -> None:
         super().__init__(lm, **kwargs)
         if not 0.0 <= threshold <= 1.0:
             raise ValueError(f"threshold must be in [0, 1]; got {threshold}")
