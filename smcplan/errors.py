@@ -18,10 +18,12 @@ Imports nothing but the standard library (every layer may use it).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 import operator
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 __all__ = [
     "SmcplanError",
@@ -32,6 +34,8 @@ __all__ = [
     "check_int",
     "check_float",
     "check_index",
+    "Settings",
+    "nest_dotted",
 ]
 
 
@@ -181,3 +185,93 @@ def check_options(kind: str, given: Any, accepted: Any) -> None:
             f"{kind}; "
             f"valid: {', '.join(sorted(accepted)) or '(none)'}"
         )
+
+
+class Settings:
+    """Base of the library's frozen settings dataclasses (``PlannerConfig``, ``Retrieval``,
+    ``ReflectionConfig``, ...): each checks its values once, in ``__post_init__``; this base adds
+    :meth:`field_names`, :meth:`from_options` and :meth:`coerce` (an unknown key names the known
+    fields), :meth:`replace` (a changed copy, checked again) and :meth:`as_dict`.
+
+    A subclass sets ``owner`` (what its options are called in errors, e.g. ``"planner option"``)
+    and ``error`` (the :class:`SmcplanError` subclass it raises, which must accept one message).
+    """
+
+    owner: ClassVar[str] = "option"
+    error: ClassVar[type[Exception]] = UnknownNameError
+
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        """The settings' names, in declaration order."""
+        return tuple(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
+
+    @classmethod
+    def check_keys(cls, options: Mapping[str, Any]) -> None:
+        """Raise ``cls.error`` when ``options`` has a key that is not a field."""
+        unknown = sorted(set(options) - set(cls.field_names()))
+        if unknown:
+            raise cls.error(
+                f"unknown {cls.owner}(s) {', '.join(map(repr, unknown))}; "
+                f"known: {', '.join(cls.field_names())}"
+            )
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any] | None = None, /, **more: Any) -> Any:
+        """Build (and so check) from a mapping and/or keywords; an unknown key lists the known
+        ones."""
+        given = {**dict(options or {}), **more}
+        cls.check_keys(given)
+        return cls(**given)
+
+    @classmethod
+    def coerce(cls, value: Any, name: str) -> Any:
+        """``value`` as this class: ``None`` -> the defaults, an instance as it is, a mapping ->
+        :meth:`from_options`; anything else is ``cls.error`` naming ``name``."""
+        if value is None:
+            return cls()
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, Mapping):
+            return cls.from_options(value)
+        raise cls.error(
+            f"{name} must be a {cls.__module__}.{cls.__name__} or a mapping of its fields "
+            f"({', '.join(cls.field_names())}); got {type(value).__name__}"
+        )
+
+    def replace(self, **changes: Any) -> Any:
+        """A copy with ``changes`` (checked again); an unknown key lists the known ones."""
+        self.check_keys(changes)
+        return dataclasses.replace(self, **changes)  # type: ignore[type-var]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The settings as a plain dict (field name -> value)."""
+        return {k: getattr(self, k) for k in self.field_names()}
+
+
+def nest_dotted(options: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"planner.num_particles": 16, "seed": 1}`` -> ``{"planner": {"num_particles": 16},
+    "seed": 1}``: a dotted key (``--agent-arg planner.num_particles=16``) becomes an entry of the
+    mapping under its first part; entries given both ways are merged.  A dotted key under a name
+    whose value is not a mapping (``planner=3`` and ``planner.horizon=2``) raises
+    :class:`UnknownNameError` naming both."""
+    out: dict[str, Any] = {}
+    for key, value in options.items():
+        head, dot, rest = str(key).partition(".")
+        if not dot:
+            if isinstance(out.get(key), dict) and isinstance(value, Mapping):
+                out[key] = {**dict(value), **out[key]}
+            elif key in out:
+                raise UnknownNameError(f"option {key!r} is given twice (as {key} and {key}.*)")
+            else:
+                out[key] = dict(value) if isinstance(value, Mapping) else value
+            continue
+        if not head or not rest:
+            raise UnknownNameError(f"option {key!r}: expected GROUP.FIELD (e.g. planner.horizon)")
+        group = out.setdefault(head, {})
+        if not isinstance(group, dict):
+            raise UnknownNameError(
+                f"option {key!r} sets a field of {head!r}, but {head}={group!r} is not a group "
+                "of settings; drop one of them"
+            )
+        group.update(nest_dotted({rest: value}))
+    return out

@@ -25,10 +25,11 @@ from smcplan.memory.predicates import (
     PredicateSpec,
     PredicateTable,
 )
-from smcplan.memory.retrieval import mentioned_entities, retrieve
+from smcplan.memory.retrieval import Retrieval, mentioned_entities, retrieve
 from smcplan.memory.triplet import SOURCES, Provenance, Source, Triplet, as_triplet, normalize_text
 
 __all__ = [
+    "Retrieval",
     "Triplet",
     "KnowledgeGraph",
     "UpdateReport",

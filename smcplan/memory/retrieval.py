@@ -24,11 +24,39 @@ import heapq
 import re
 from collections import deque
 from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import ClassVar
 
+from smcplan.errors import InvalidArgumentError, Settings
 from smcplan.memory.store import FactStore
 from smcplan.memory.triplet import SOURCE_RANK, Triplet, normalize_text
 
-__all__ = ["retrieve", "mentioned_entities"]
+__all__ = ["retrieve", "mentioned_entities", "Retrieval", "DEFAULT_RETRIEVAL"]
+
+
+@dataclass(frozen=True)
+class Retrieval(Settings):
+    r"""How a reader of the graph retrieves: :math:`\tau = R(G, \eta)` with ``hops`` graph hops
+    from the task's entities and at most ``limit`` facts (:func:`retrieve`,
+    :meth:`smcplan.memory.KnowledgeGraph.retrieve`).  The agents' KG context and the planner's
+    particles share these defaults (2 hops, 24 facts); checked once, at construction."""
+
+    owner: ClassVar[str] = "retrieval option"
+    error: ClassVar[type[Exception]] = InvalidArgumentError
+
+    hops: int = 2
+    limit: int = 24
+
+    def __post_init__(self) -> None:
+        for name, v, low in (("hops", self.hops, 0), ("limit", self.limit, 1)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < low:
+                raise InvalidArgumentError(
+                    f"Retrieval.{name} must be an integer >= {low}; got {v!r}"
+                )
+
+
+#: The default :class:`Retrieval` (2 hops, 24 facts).
+DEFAULT_RETRIEVAL = Retrieval()
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9'\-]*")
 _MAX_NGRAM = 6
@@ -41,7 +69,7 @@ def _ngrams(text: str) -> dict[str, bool]:
     out: dict[str, bool] = {}
     for n in range(1, _MAX_NGRAM + 1):
         for i in range(len(words) - n + 1):
-            gram = " ".join(words[i:i + n])
+            gram = " ".join(words[i : i + n])
             numbered = i + n < len(words) and words[i + n].isdigit()
             out[gram] = out.get(gram, True) and numbered
     return out
@@ -129,8 +157,13 @@ def retrieve(
                 p = facts[t]
                 a, b = task_hops(t.subject, _INF), task_hops(t.object, _INF)
                 c, d = other_hops(t.subject, _INF), other_hops(t.object, _INF)
-                keyed[t] = (a if a < b else b, c if c < d else d, -p.step,
-                            -SOURCE_RANK[p.source], p.seq)
+                keyed[t] = (
+                    a if a < b else b,
+                    c if c < d else d,
+                    -p.step,
+                    -SOURCE_RANK[p.source],
+                    p.seq,
+                )
     out = heapq.nsmallest(limit, keyed, key=keyed.__getitem__)
     if fill and len(out) < limit:
         rest = sorted(

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from smcplan.llm.roles.base import Role, check_lengths, close_string, token_budget
+from smcplan.llm.settings import ReflectionConfig
 
 _THOUGHT = re.compile(r'^\{ ?"thought" ?: ?"((?:[^"\\]|\\.)*)')
 
@@ -47,13 +48,16 @@ class Reflection(Role):
     asset_name = "reflection"
 
     def __init__(
-        self, lm, n: int = 5, threshold: float = 0.8, temperature: float = 1.0, **kwargs
+        self,
+        lm,
+        n: int = ReflectionConfig.samples,
+        threshold: float = ReflectionConfig.threshold,
+        temperature: float = ReflectionConfig.temperature,
+        **kwargs,
     ) -> None:
         super().__init__(lm, **kwargs)
-        if n < 1 or not 0.0 <= threshold <= 1.0:
-            raise ValueError(
-                f"need n >= 1 and 0 <= threshold <= 1; got n={n}, threshold={threshold}"
-            )
+        # the checks and the defaults are ReflectionConfig's (one home for each)
+        ReflectionConfig(samples=n, threshold=threshold, temperature=temperature)
         self.n, self.threshold, self.temperature = n, threshold, temperature
 
     def __call__(
