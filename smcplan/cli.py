@@ -227,7 +227,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         type=_kv_item,
         metavar="KEY=VALUE",
-        help="extra agent config (JSON values), repeatable",
+        help="extra agent config (JSON values), repeatable; GROUP.FIELD sets a field of the "
+        "agent's settings, e.g. planner.num_particles=16 or reflection.samples=7",
     )
     ev.add_argument(
         "--env-arg",
@@ -354,8 +355,8 @@ def _check_eval_usage(
     agents.spec(agent)
     if model not in (None, "none") and not agents.uses_model(agent):
         raise ValueError(f"agent {agent!r} takes no language model; drop --model {model}")
-    check_options(f"agent {agent!r} (--agent-arg)", agent_config, agents.agent_options(agent))
-    _check_planner_args(agent_config, agents.agent_options(agent))
+    agents.check_agent_options(agent, agent_config, f"agent {agent!r} (--agent-arg)")
+    agents.check_settings(agent, agent_config)
     known = envs.env_names()
     for name in env_names:
         family = name.partition(":")[0]
@@ -364,24 +365,6 @@ def _check_eval_usage(
             envs.make(name)  # raises the registry's own "unknown env" error, with suggestions
         for member in members:
             check_options(f"env {member!r} (--env-arg)", env_config, envs.env_options(member))
-
-
-def _check_planner_args(agent_config: dict, accepted: list[str]) -> None:
-    """Validate an agent's slow-thinker settings (``num_particles``, ``rollouts``, ...) before
-    anything loads or the run directory is written: a ``PlanningError`` (exit status 2) names
-    the setting, its value and the fix.  Only for agents that take the planner's settings."""
-    from smcplan.planning import PlannerConfig
-
-    if "num_particles" not in accepted:
-        return
-    renamed = {"plan_proposal": "proposal"}
-    given = {
-        renamed.get(k, k): v
-        for k, v in agent_config.items()
-        if renamed.get(k, k) in PlannerConfig._fields and v is not None
-    }
-    if given:
-        PlannerConfig(**given).validated()
 
 
 def _cmd_report(args: argparse.Namespace) -> int:

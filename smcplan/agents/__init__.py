@@ -35,7 +35,18 @@ from typing import Any, NamedTuple
 from smcplan.agents.base import Agent, Step
 from smcplan.errors import UnknownNameError, check_options, keyword_names
 
-__all__ = ["Agent", "AgentSpec", "Step", "make", "spec", "AGENTS", "agent_options", "uses_model"]
+__all__ = [
+    "Agent",
+    "AgentSpec",
+    "Step",
+    "make",
+    "spec",
+    "AGENTS",
+    "agent_options",
+    "check_agent_options",
+    "check_settings",
+    "uses_model",
+]
 
 
 class AgentSpec(NamedTuple):
@@ -80,11 +91,48 @@ def spec(name: str) -> AgentSpec:
     return AGENTS[name]
 
 
-def agent_options(name: str) -> list[str]:
+def _accepted(factory: Any) -> frozenset[str] | None:
+    """The keys ``factory`` takes (``lm`` excluded): its constructor's names plus, for an agent
+    with groups of settings, their shorthands and ``GROUP.FIELD`` names; ``None``: any key."""
+    from smcplan.agents.settings import settings_option_names
+
+    accepted = keyword_names(factory)
+    if accepted is None:
+        return None
+    return (accepted | set(settings_option_names(factory))) - {"lm"}
+
+
+def check_agent_options(name: str, options: dict[str, Any], kind: str | None = None) -> None:
+    """Raise :class:`~smcplan.errors.UnknownNameError` for a key agent ``name`` does not take,
+    listing the valid ones.  A dotted key of one of the agent's groups of settings
+    (``planner.horizon``) is left to that group, whose error lists its own fields."""
+    factory = spec(name).load()
+    groups = getattr(factory, "settings_groups", {})
+    top = {k: v for k, v in options.items() if not ("." in k and k.split(".")[0] in groups)}
+    accepted = _accepted(factory)
+    if accepted is not None:
+        accepted = frozenset(k for k in accepted if "." not in k)
+    check_options(kind or f"agent {name!r}", top, accepted)
+
+
+def agent_options(name: str, dotted: bool = False) -> list[str]:
     """The options ``make(name, ...)`` accepts (sorted, ``lm`` excluded), e.g. for
-    ``--agent-arg``."""
-    accepted = keyword_names(spec(name).load())
-    return sorted((accepted or frozenset()) - {"lm"})
+    ``--agent-arg``: constructor keywords and settings shorthands (``world_model``); with
+    ``dotted=True`` also every field of its groups of settings (``planner.num_particles``)."""
+    names = _accepted(spec(name).load()) or ()
+    return sorted(k for k in names if dotted or "." not in k)
+
+
+def check_settings(name: str, options: dict[str, Any]) -> None:
+    """Build the agent's groups of settings from ``options`` (e.g. ``--agent-arg`` values)
+    without building the agent, so a bad value fails before a model loads: the settings'
+    own checks raise (a ``PlanningError`` naming the field, the value and the valid ones).
+    Agents without groups of settings accept anything here."""
+    from smcplan.agents.settings import resolve_settings
+
+    factory = spec(name).load()
+    if getattr(factory, "settings_groups", None):
+        resolve_settings(factory, {}, options)
 
 
 def uses_model(name: str) -> bool:
@@ -101,8 +149,7 @@ def make(name: str, lm: Any = None, **config: Any) -> Agent:
     :class:`~smcplan.errors.UnknownNameError` (a ``ValueError``) listing the valid ones.
     """
     factory = spec(name).load()
-    accepted = keyword_names(factory)
-    check_options(f"agent {name!r}", config, None if accepted is None else accepted - {"lm"})
+    check_agent_options(name, config)
     if lm is not None and uses_model(name):
         config["lm"] = lm
     return factory(**config)

@@ -34,6 +34,7 @@ from smcplan.agents.context import (
 from smcplan.agents.extractors import Extractor
 from smcplan.agents.record import StepRecord, UsageMeter, clean_text
 from smcplan.agents.shortlist import DEFAULT_MAX_ACTIONS, shortlist_actions
+from smcplan.memory.retrieval import DEFAULT_RETRIEVAL
 
 __all__ = [
     "LLMAgent",
@@ -159,8 +160,8 @@ class LLMAgent:
         history_block: int = 3,
         extractor: str = "auto",
         env_kind: str | None = None,
-        kg_hops: int = 2,
-        kg_limit: int = 24,
+        kg_hops: int = DEFAULT_RETRIEVAL.hops,
+        kg_limit: int = DEFAULT_RETRIEVAL.limit,
         temperature: float = 1.0,
         think: bool = False,
         thought_temperature: float = 1.0,

@@ -29,7 +29,9 @@ Slow-thinking options (fixed names, DESIGN.md; also ``smcplan eval --agent-arg K
   report rows), or ``"learned"`` with ``world_model_path=DIR/adapter`` (a model fine-tuned on
   environment transitions by ``smcplan train world-model``; not an oracle).
 * ``progress="lm" | "env" | "rlvmr" | "novelty"`` or a ``+``-sum such as ``"env+novelty"``
-  (:mod:`smcplan.planning.progress`); ``plan_proposal="lm" | "uniform"``; ``tie_break``.
+  (:mod:`smcplan.planning.progress`); ``proposal="lm" | "uniform"`` (``planner.proposal``;
+  earlier ``plan_proposal``); ``tie_break``.  Each is a field of
+  :class:`~smcplan.planning.PlannerConfig`, also reachable as ``planner.<field>``.
 
 Other ablations: ``context="history"`` (the trajectory instead of the KG), ``context="belief"``
 (an ABBEL-style language belief summary instead of the KG), ``reflection=False`` (execute the
@@ -46,17 +48,20 @@ Imports the agents' shared parts and, lazily, ``smcplan.llm``; never ``smcplan.e
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
 
 from smcplan.agents.beliefs import KGBelief
 from smcplan.agents.context import Context
 from smcplan.agents.llm_agent import Candidate, Decision, Judgement, LLMAgent
 from smcplan.agents.loop_guard import LoopGuard, PlanFollower, place_key
 from smcplan.agents.record import StepRecord
+from smcplan.agents.settings import resolve_settings
 from smcplan.agents.slow_thinking import SlowThinker, first_action_line, summarize
 from smcplan.errors import UnknownNameError
-from smcplan.planning import PlannerConfig, PlanningError, Retrieval
+from smcplan.llm.settings import ReflectionConfig
+from smcplan.planning import PlannerConfig, Retrieval
+from smcplan.planning.config import DEFAULT_RETRIEVAL
 from smcplan.planning.progress import Seen
 from smcplan.planning.simulator import check_clone_factory
 
@@ -86,22 +91,25 @@ class NeSyFSAgent(LLMAgent):
 
     Parameters (beyond :class:`~smcplan.agents.llm_agent.LLMAgent`'s)
     ----------------------------------------------------------------
+    planner
+        The slow thinker's settings: a :class:`~smcplan.planning.PlannerConfig` or a mapping of
+        its fields (``--agent-arg planner.num_particles=16``).  Every field may also be given
+        flat by its own name (``world_model="simulator"``, ``progress="env"``,
+        ``num_particles=8``: the fixed names of DESIGN.md); ``plan_proposal`` is the earlier
+        spelling of ``planner.proposal`` and ``planner_config`` of ``planner``
+        (:class:`~smcplan.agents.settings`; each setting is checked once, by the dataclass).
     reflection
-        Ablation switch (on by default).
-    slow_thinking, world_model, progress, plan_proposal, tie_break
-        When the planner runs and with what (module docstring; defaults ``"after_rejections"``,
-        ``"lm"``, ``"lm"``, ``"lm"``, ``"proposal"``).
-    world_model_path
-        The learned world model's adapter or model folder (``world_model="learned"`` only).
-    planner_config, retrieval
-        A whole :class:`~smcplan.planning.PlannerConfig` (the keyword settings override it) and
-        the graph retrieval :class:`~smcplan.planning.Retrieval` (default: ``kg_hops`` and
-        ``kg_limit``, the agent's own).
-    reflection_samples, reflection_threshold, reflection_temperature
-        n, the acceptance fraction (5 and 0.8) and the sampling temperature of the reflection.
-    reflection_tokens
-        Token budget of each sampled reflection answer (32; ``None``: the role's own, 80). A
-        thought cut by the budget is kept as cut and its Yes/No is scored by the role.
+        A :class:`~smcplan.llm.settings.ReflectionConfig` or a mapping of its fields (n =
+        ``samples`` 5, ``threshold`` 0.8, ``temperature`` 1.0, ``tokens`` 32 per answer; a
+        thought cut by the budget is kept as cut and its Yes/No is scored by the role);
+        ``False`` is the "no reflection" ablation (``enabled=False``).  The earlier spellings
+        ``reflection_samples``, ``reflection_threshold``, ``reflection_temperature`` and
+        ``reflection_tokens`` still set these fields.
+    retrieval
+        The particles' graph retrieval, a :class:`~smcplan.planning.Retrieval` or a mapping
+        (default: ``kg_hops`` and ``kg_limit``, the agent's own).
+    slow_thinking
+        When the planner runs (module docstring; default ``"after_rejections"``).
     max_rejections
         K: reflection rejections before slow thinking (3).
     loop_guard
@@ -138,67 +146,73 @@ class NeSyFSAgent(LLMAgent):
         ``"none"`` — the paper's planner over the whole admissible set.  With the LM world model
         the particles' later imagined steps draw from the same restricted set (filtered by each
         particle's graph); with the simulator from their clones' own sets.
-    num_particles, horizon, lam, weighting, resampling, ess_threshold, choice, observation_tokens,
-    rollouts, rollout_steps, rollout_discount, rollout_policy
-        The slow thinker's settings (fields of :class:`~smcplan.planning.PlannerConfig`; ``None``
-        keeps its default).
     reflector
         Replaces the reflection role: ``reflector(tasks, contexts, actions, seed=) -> [Verdict]``
         (e.g. a test double that always says No).
-    planner
-        Replaces the slow thinker: called as ``planner(ctx, kg, admissible, seed, extractor=)
+    slow_thinker
+        Replaces the slow thinker: called as ``slow_thinker(ctx, kg, admissible, seed, extractor=)
         -> PlanResult`` (``ctx``: the step's :class:`~smcplan.agents.context.Context`).
     """
 
     name = "nesyfs"
     default_context = "kg"
 
+    #: The agent's groups of settings: ``planner=``, ``reflection=``, ``retrieval=`` take an
+    #: instance or a mapping of its fields (``--agent-arg planner.num_particles=16``).
+    settings_groups: ClassVar[dict[str, type]] = {
+        "planner": PlannerConfig,
+        "reflection": ReflectionConfig,
+        "retrieval": Retrieval,
+    }
+    #: Flat keys accepted for a field of a group: every :class:`~smcplan.planning.PlannerConfig`
+    #: field by its own name (``world_model=simulator`` is ``planner.world_model=simulator``),
+    #: and the earlier spellings of this agent's options.
+    option_shorthands: ClassVar[dict[str, str]] = {
+        **{name: f"planner.{name}" for name in PlannerConfig.field_names()},
+        "plan_proposal": "planner.proposal",
+        "planner_config": "planner",
+        "reflection_samples": "reflection.samples",
+        "reflection_threshold": "reflection.threshold",
+        "reflection_temperature": "reflection.temperature",
+        "reflection_tokens": "reflection.tokens",
+    }
+
     def __init__(
         self,
         lm: Any = None,
         *,
-        reflection: bool = True,
+        planner: PlannerConfig | Mapping[str, Any] | None = None,
+        reflection: ReflectionConfig | Mapping[str, Any] | bool = True,
+        retrieval: Retrieval | Mapping[str, Any] | None = None,
         slow_thinking: str | bool = "after_rejections",
-        world_model: str | None = None,
-        world_model_path: str | None = None,
-        progress: str | None = None,
-        plan_proposal: str | None = None,
-        tie_break: str | None = None,
-        planner_config: PlannerConfig | None = None,
-        retrieval: Retrieval | None = None,
-        reflection_samples: int = 5,
-        reflection_threshold: float = 0.8,
-        reflection_temperature: float = 1.0,
-        reflection_tokens: int | None = 32,
         max_rejections: int = 3,
         exclude_rejected: bool = True,
         plan_skips: str = "loops",
         loop_guard: bool = False,
         follow_plan: bool = False,
-        num_particles: int | None = None,
-        horizon: int | None = None,
-        lam: float | None = None,
-        weighting: str | None = None,
-        resampling: str | None = None,
-        ess_threshold: float | None = None,
-        choice: str | None = None,
-        observation_tokens: int | None = None,
-        rollouts: int | None = None,
-        rollout_steps: int | None = None,
-        rollout_discount: float | None = None,
-        rollout_policy: str | None = None,
         reflector: Any = None,
-        planner: Any = None,
+        slow_thinker: Any = None,
         temperature: float = 1.0,
         think: bool = False,
         **config: Any,
     ) -> None:
+        groups, given, config = resolve_settings(
+            type(self),
+            {"planner": planner, "reflection": reflection, "retrieval": retrieval},
+            config,
+        )
+        kg_hops = config.get("kg_hops", DEFAULT_RETRIEVAL.hops)
+        kg_limit = config.get("kg_limit", DEFAULT_RETRIEVAL.limit)
         super().__init__(lm, temperature=temperature, think=think, **config)
-        kg_hops, kg_limit = config.get("kg_hops", 2), config.get("kg_limit", 24)
-        if max_rejections < 1:
-            raise ValueError(f"max_rejections (K) must be >= 1; got {max_rejections}")
+        if (
+            isinstance(max_rejections, bool)
+            or not isinstance(max_rejections, int)
+            or (max_rejections < 1)
+        ):
+            raise ValueError(f"max_rejections (K) must be an integer >= 1; got {max_rejections!r}")
         self.slow_thinking = slow_thinking_mode(slow_thinking)
-        self.use_reflection = bool(reflection) and self.slow_thinking != "always"
+        self.reflection_config: ReflectionConfig = groups["reflection"]
+        self.use_reflection = self.reflection_config.enabled and self.slow_thinking != "always"
         self.use_slow_thinking = self.slow_thinking != "never"
         self.max_rejections = int(max_rejections)
         self.exclude_rejected = bool(exclude_rejected)
@@ -215,52 +229,28 @@ class NeSyFSAgent(LLMAgent):
         if self.use_reflection and reflector is None:
             from smcplan.llm import Reflection
 
+            r = self.reflection_config
             reflector = Reflection(
                 lm,
-                n=reflection_samples,
-                threshold=reflection_threshold,
-                temperature=reflection_temperature,
-                settings={"max_new_tokens": reflection_tokens} if reflection_tokens else None,
+                n=r.samples,
+                threshold=r.threshold,
+                temperature=r.temperature,
+                settings={"max_new_tokens": r.tokens} if r.tokens else None,
             )
         self.reflector = reflector
-        given = dict(
-            num_particles=num_particles,
-            horizon=horizon,
-            lam=lam,
-            weighting=weighting,
-            resampling=resampling,
-            ess_threshold=ess_threshold,
-            choice=choice,
-            observation_tokens=observation_tokens,
-            rollouts=rollouts,
-            rollout_steps=rollout_steps,
-            rollout_discount=rollout_discount,
-            rollout_policy=rollout_policy,
-            world_model=world_model,
-            world_model_path=world_model_path,
-            progress=progress,
-            proposal=plan_proposal,
-            tie_break=tie_break,
+        self.planner_config: PlannerConfig = groups["planner"]
+        # the agent's own KG context (kg_hops, kg_limit) unless retrieval= is given
+        self.retrieval: Retrieval = (
+            groups["retrieval"] if "retrieval" in given else Retrieval(kg_hops, kg_limit)
         )
-        if planner_config is not None and not isinstance(planner_config, PlannerConfig):
-            raise PlanningError(
-                "planner_config must be a smcplan.planning.PlannerConfig; "
-                f"got {type(planner_config).__name__}"
-            )
-        self.planner_config = (
-            (planner_config or PlannerConfig())
-            ._replace(**{k: v for k, v in given.items() if v is not None})
-            .validated()
-        )
-        self.retrieval = (retrieval or Retrieval(kg_hops, kg_limit)).validated()
-        if self.use_slow_thinking and planner is None:
-            planner = SlowThinker(
+        if self.use_slow_thinking and slow_thinker is None:
+            slow_thinker = SlowThinker(
                 lm,
                 config=self.planner_config,
                 retrieval=self.retrieval,
                 shortlist=self.shown_actions,
             )
-        self.planner = planner
+        self.slow_thinker = slow_thinker
         self._seen = Seen()
 
     # ------------------------------------------------------------------ the simulator
@@ -268,13 +258,13 @@ class NeSyFSAgent(LLMAgent):
     def needs_simulator(self) -> bool:
         """True when slow thinking uses the simulator world model (the harness then calls
         :meth:`attach_simulator` with a clone factory of the real environment)."""
-        return self.use_slow_thinking and self.planner_config.world_model == "simulator"
+        return self.use_slow_thinking and self.planner_config.oracle
 
     def attach_simulator(self, factory: Callable[[], Any] | None, env: Any = None) -> None:
         """Give the planner a clone factory of the real environment (e.g. ``env.clone``).  A
         clear error names the environments that support it when ``env`` cannot be cloned."""
         factory = check_clone_factory(factory, env)
-        attach = getattr(self.planner, "attach_simulator", None)
+        attach = getattr(self.slow_thinker, "attach_simulator", None)
         if callable(attach):
             attach(factory)
 
@@ -339,8 +329,11 @@ class NeSyFSAgent(LLMAgent):
                 # the fast module would repeat a step already taken in this place: a loop
                 rec.proposed(first.action, first.thought, first.logq, first.logp, first.source)
                 rec.rejected_proposal(
-                    first.action, first.thought, "loop",
-                    "repeats a step already taken in this place", score=0.0,
+                    first.action,
+                    first.thought,
+                    "loop",
+                    "repeats a step already taken in this place",
+                    score=0.0,
                 )
                 rec.extra["slow_thinking_reason"] = "loop"
                 return self.think_slowly(ctx, admissible, rec)
@@ -363,9 +356,7 @@ class NeSyFSAgent(LLMAgent):
         rec.executed = "fallback"
         return Decision(best.action, best.thought)
 
-    def _follow(
-        self, observation: str, admissible: list[str], rec: StepRecord
-    ) -> Decision | None:
+    def _follow(self, observation: str, admissible: list[str], rec: StepRecord) -> Decision | None:
         """The next action of the followed plan if the real observation is the imagined one
         (``follow_plan``), else ``None`` (and the plan is dropped)."""
         step = self._follower.next_action(observation, admissible)
@@ -414,7 +405,7 @@ class NeSyFSAgent(LLMAgent):
         if skip and kept:
             candidates = kept
             rec.extra["plan_excluded"] = [a for a in admissible if a in skip]
-        result = self.planner(
+        result = self.slow_thinker(
             ctx,
             kg_belief.kg if kg_belief is not None else None,
             candidates,

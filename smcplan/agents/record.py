@@ -59,7 +59,7 @@ are kept and ``truncated`` is true.  Non-finite floats are spelled ``"-inf"`` / 
 
 Agents add their own keys (``kg_added``, ``kg_removed``, ``kg_size``, ``belief``, ``tag``
 rewards, ...) beside these; they never reuse a schema key for something else. Counts come from
-the :class:`~smcplan.llm.lm.Usage` counters of the language-model objects, as differences between
+the :class:`~smcplan.llm.samples.Usage` counters of the language-model objects, as differences between
 snapshots taken at the start and the end of ``act`` (so they equal what a harness measures
 around ``act``).
 

@@ -282,7 +282,7 @@ def imagined_trajectory(
     """An accessor from a planner particle to its tagged trajectory.
 
     The particle must have ``steps``: a sequence of ``(action, observation)`` pairs (as
-    :class:`~smcplan.planning.text_components.TextParticle` has) and may have ``tags`` (one per
+    :class:`~smcplan.planning.text_particle.TextParticle` has) and may have ``tags`` (one per
     step).  The trajectory is ``prefix`` (the real steps so far) followed by one
     :class:`TaggedStep` per imagined step, tagged ``tags[i]`` or ``untagged``, and ``valid``
     unless its observation ``invalid(observation)`` says the action was not understood.

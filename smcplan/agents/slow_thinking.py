@@ -33,7 +33,7 @@ from smcplan.agents.context import Context, clip_text
 from smcplan.agents.extractors import Extractor
 from smcplan.memory import KnowledgeGraph
 from smcplan.planning import PlannerConfig, PlanningError, PlanResult, Retrieval
-from smcplan.planning.config import parse_progress
+from smcplan.planning.config import WorldModelKind, parse_progress
 from smcplan.planning.progress import Seen
 
 __all__ = ["SlowThinker", "summarize", "first_action_line"]
@@ -66,14 +66,9 @@ class SlowThinker:
         shortlist: Callable[[list[str]], list[str]] | None = None,
         **options: Any,
     ) -> None:
-        unknown = sorted(set(options) - set(PlannerConfig._fields))
-        if unknown:
-            raise PlanningError(
-                f"unknown slow-thinking option(s) {', '.join(map(repr, unknown))}; "
-                f"known: {', '.join(PlannerConfig._fields)}"
-            )
-        self.config = (config or PlannerConfig())._replace(**options).validated()
-        self.retrieval = (retrieval or Retrieval()).validated()
+        config = PlannerConfig.coerce(config, "config")
+        self.config: PlannerConfig = config.replace(**options) if options else config
+        self.retrieval: Retrieval = Retrieval.coerce(retrieval, "retrieval")
         self.lm = lm
         cfg = self.config
         if lm is not None:
@@ -81,11 +76,11 @@ class SlowThinker:
 
             if proposer is None and cfg.proposal == "lm":
                 proposer = ActionProposal(lm, temperature=1.0, think=False)
-            if observation_model is None and cfg.world_model == "lm":
+            if observation_model is None and cfg.world_model is WorldModelKind.LM:
                 observation_model = ObservationModel(lm, max_new_tokens=cfg.observation_tokens)
             if progress_model is None and "lm" in parse_progress(cfg.progress):
                 progress_model = ProgressModel(lm)
-        if observation_model is None and cfg.world_model == "learned":
+        if observation_model is None and cfg.world_model is WorldModelKind.LEARNED:
             from smcplan.planning.learned import learned_observation_model
 
             observation_model = learned_observation_model(
@@ -119,7 +114,7 @@ class SlowThinker:
         (``None``: the particles' graphs are not updated); ``seen``: the episode so far."""
         from smcplan.planning import plan
 
-        if self.config.world_model == "simulator" and self.simulator is None:
+        if self.config.oracle and self.simulator is None:
             raise PlanningError(
                 "world_model='simulator' but no clone factory was attached: the eval harness "
                 "attaches one (smcplan eval ... --agent-arg world_model=simulator); by hand call "
@@ -159,9 +154,9 @@ def summarize(result: PlanResult, max_chars: int = 160) -> dict[str, Any]:
     particle's imagined steps and the full ``trace``."""
     out = result.to_dict()
     cfg = result.config
-    world = cfg.get("world_model_kind", "lm")
+    world = cfg.get("world_model_kind", WorldModelKind.LM)
     out["world_model"] = world
-    out["oracle"] = bool(cfg.get("oracle", world == "simulator"))
+    out["oracle"] = bool(cfg.get("oracle", WorldModelKind(world).oracle))
     out["twist"] = cfg.get("progress", cfg.get("twist"))
     out["degenerate"] = bool(result.degenerate)
     out["tie_break"] = result.tie_break

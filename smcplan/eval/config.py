@@ -119,7 +119,9 @@ def check_config(paths: RunPaths, config: EvalConfig) -> None:
 def write_config(paths: RunPaths, config: EvalConfig, specs: Sequence[EpisodeSpec]) -> None:
     """Write ``config.json``: identity, full config, episode ids and the software versions."""
     import smcplan
+    from smcplan.planning.config import world_model_of
 
+    world = world_model_of(config.agent_config)
     atomic_write_json(
         paths.config,
         {
@@ -127,7 +129,7 @@ def write_config(paths: RunPaths, config: EvalConfig, specs: Sequence[EpisodeSpe
             "identity": config.identity(),
             "config": asdict(config),
             # slow thinking that steps clones of the real environment: an oracle world model
-            "oracle_world_model": config.agent_config.get("world_model") == "simulator",
+            "oracle_world_model": bool(world is not None and world.oracle),
             "episodes": [s.id for s in specs],
             "smcplan_version": getattr(smcplan, "__version__", None),
             "python": platform.python_version(),

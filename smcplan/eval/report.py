@@ -71,10 +71,13 @@ def variant(config: dict[str, Any]) -> str:
     joined by ``", "``; ``""`` for the defaults."""
     ident = config.get("identity", {})
     agent_config = ident.get("agent_config") or config.get("config", {}).get("agent_config") or {}
+    from smcplan.planning.config import WorldModelKind, world_model_of
+
+    world = world_model_of(agent_config)
     parts = []
-    if config.get("oracle_world_model") or agent_config.get("world_model") == "simulator":
+    if config.get("oracle_world_model") or (world is not None and world.oracle):
         parts.append("oracle world model")
-    elif agent_config.get("world_model") == "learned":
+    elif world is WorldModelKind.LEARNED:
         parts.append("learned world model")
     if str(agent_config.get("action_mode", "admissible")) == "free":
         parts.append("free")

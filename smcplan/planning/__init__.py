@@ -31,7 +31,13 @@ from smcplan.planning.components import (
     Twist,
     WorldModel,
 )
-from smcplan.planning.config import PROGRESS, WORLD_MODELS, PlannerConfig, Retrieval
+from smcplan.planning.config import (
+    PROGRESS,
+    WORLD_MODELS,
+    PlannerConfig,
+    Retrieval,
+    WorldModelKind,
+)
 from smcplan.planning.plan import plan, plan_pomdp
 from smcplan.planning.result import PlanResult
 from smcplan.planning.text_components import TextPlanner, build_text_planner, run_text_planner
@@ -58,5 +64,6 @@ __all__ = [
     "PlannerConfig",
     "Retrieval",
     "WORLD_MODELS",
+    "WorldModelKind",
     "PROGRESS",
 ]

@@ -28,6 +28,11 @@ WEIGHTINGS = ("nesyfs", "twisted")
 #: :math:`j \sim \mathrm{Cat}(W^H)`) or ``"max_weight"`` (the first action with the largest total
 #: weight :math:`\sum_i W^H_i [a^i_1 = a]`).
 CHOICES = ("sample", "max_weight")
+#: What decides when the weights carry no information (every particle's progress equal at every
+#: step, ``degenerate=True``): ``"proposal"`` = the first action the proposal gave the highest
+#: probability at step 1 (lowest particle index among equals); ``"none"`` = the choice rule as if
+#: nothing were degenerate (a uniform draw under ``choice="sample"``).
+TIE_BREAKS = ("proposal", "none")
 
 
 def validate_config(
@@ -38,9 +43,12 @@ def validate_config(
     choice: str,
     ess_threshold: Any,
     resampling: str | Callable,
+    tie_break: str = "none",
 ) -> Callable:
     """Check the planner's settings; return the resampling function.  Errors name the bad value
-    and the valid ones."""
+    and the valid ones.  The one home of these checks: :func:`smcplan.planning.tsmc.tsmc`,
+    :func:`smcplan.planning.plan.plan_pomdp` and :class:`smcplan.planning.PlannerConfig` call
+    it."""
     if (
         isinstance(num_particles, bool)
         or not isinstance(num_particles, int | np.integer)
@@ -51,6 +59,8 @@ def validate_config(
         raise PlanningError(f"horizon must be an integer >= 1; got {horizon!r}")
     if weighting not in WEIGHTINGS:
         raise PlanningError(f"unknown weighting {weighting!r}; known: {', '.join(WEIGHTINGS)}")
+    if tie_break not in TIE_BREAKS:
+        raise PlanningError(f"unknown tie_break {tie_break!r}; known: {', '.join(TIE_BREAKS)}")
     if choice not in CHOICES:
         raise PlanningError(f"unknown choice {choice!r}; known: {', '.join(CHOICES)}")
     if not isinstance(lam, int | float | np.floating) or not math.isfinite(float(lam)):

@@ -1,86 +1,102 @@
-r"""The planner's settings, validated once, with one set of defaults: :class:`PlannerConfig`,
-:class:`Retrieval`, and the names of the text planner's world models and progress twists.
+r"""The planner's settings, validated once, at construction, with one set of defaults:
+:class:`PlannerConfig`, :class:`Retrieval`, the :class:`WorldModelKind` enum, and the names of
+the text planner's progress twists and proposals.
 
 Every text entry point (:func:`smcplan.planning.text_components.plan_text`, the agents'
-:class:`~smcplan.agents.slow_thinking.SlowThinker` and ``NeSyFSAgent``) takes a
-:class:`PlannerConfig` and a :class:`Retrieval` instead of loose keywords, so their defaults
-cannot drift apart.  The toy-POMDP entry point :func:`smcplan.planning.plan.plan_pomdp` keeps its
-own (N = 256, ``weighting="twisted"``): exact models are cheap and its lookahead needs many
-uniform rollouts (docs/planning.md).
+:class:`~smcplan.agents.slow_thinking.SlowThinker` and ``NeSyFSAgent``, ``smcplan eval
+--agent-arg planner.num_particles=16``) takes a :class:`PlannerConfig` and a :class:`Retrieval`
+(frozen dataclasses) instead of loose keywords, so their defaults cannot drift apart and a bad
+value is caught in one place: ``__post_init__``.  :meth:`PlannerConfig.replace` builds a changed
+copy (validated again); :meth:`PlannerConfig.from_options` builds one from keywords and names the
+known fields when a key is unknown.  The toy-POMDP entry point
+:func:`smcplan.planning.plan.plan_pomdp` has its own settings (N = 256,
+``weighting="twisted"``, ``world_model=WorldModelKind.EXACT``): exact models are cheap and its
+lookahead needs many uniform rollouts (docs/planning.md).
 
 Imports only the planner's own modules; never agents, eval or cli.
 """
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, ClassVar
 
+from smcplan.errors import Settings
+from smcplan.memory.retrieval import DEFAULT_RETRIEVAL, Retrieval
+from smcplan.planning.checks import TIE_BREAKS, validate_config
 from smcplan.planning.components import PlanningError
-
-#: rollout policies of the ``env`` twist's Monte Carlo leaf value
-#: (:class:`smcplan.planning.progress.EnvProgress`)
-ROLLOUT_POLICIES = ("uniform", "untried")
 
 __all__ = [
     "PlannerConfig",
     "Retrieval",
+    "WorldModelKind",
     "DEFAULT_RETRIEVAL",
     "WORLD_MODELS",
     "PROGRESS",
     "PROPOSALS",
     "TIE_BREAKS",
+    "ROLLOUT_POLICIES",
     "parse_progress",
+    "world_model_of",
 ]
 
-#: ``"lm"``: the language model predicts each particle's next observation; ``"simulator"``: each
-#: particle steps its own ``clone()`` of the environment (an oracle world model); ``"learned"``:
-#: a model fine-tuned on environment transitions (``world_model_path``: a LoRA adapter folder or
-#: a merged transformers folder, :mod:`smcplan.train.world_model`) predicts them, in the same
-#: prompt as ``"lm"`` (not an oracle: it never sees the environment at planning time).
-WORLD_MODELS = ("lm", "simulator", "learned")
+
+class WorldModelKind(StrEnum):
+    """Which world model imagines the particles' next observations (the one vocabulary of the
+    setting; a member equals its string value, so ``WorldModelKind.SIMULATOR == "simulator"``).
+
+    ``LM``: the language model predicts each particle's next observation; ``SIMULATOR``: each
+    particle steps its own ``clone()`` of the environment (an **oracle** world model);
+    ``LEARNED``: a model fine-tuned on environment transitions (``world_model_path``: a LoRA
+    adapter folder or a merged transformers folder, :mod:`smcplan.train.world_model`), in the
+    same prompt as ``LM`` (not an oracle: it never sees the environment at planning time);
+    ``EXACT``: the toy POMDPs' exact :math:`T` and :math:`O`
+    (:func:`smcplan.planning.plan.plan_pomdp` only).
+    """
+
+    LM = "lm"
+    SIMULATOR = "simulator"
+    LEARNED = "learned"
+    EXACT = "exact"
+
+    @property
+    def oracle(self) -> bool:
+        """True for the world models that read the real environment (``SIMULATOR``)."""
+        return self is WorldModelKind.SIMULATOR
+
+
+#: The text planner's world models (:class:`WorldModelKind` less ``EXACT``).
+WORLD_MODELS = (WorldModelKind.LM, WorldModelKind.SIMULATOR, WorldModelKind.LEARNED)
 #: Progress twists; a sum is written with ``+`` (``"env+novelty"``).
 PROGRESS = ("lm", "env", "rlvmr", "novelty", "task")
 #: The planner's action proposal: the language model over each particle's admissible actions,
 #: or uniform over them (LLM-free).
 PROPOSALS = ("lm", "uniform")
-#: What decides when the weights carry no information (every particle's progress equal at every
-#: step, ``degenerate=True``): ``"proposal"`` = the first action the proposal gave the highest
-#: probability at step 1 (lowest particle index among equals); ``"none"`` = the choice rule as if
-#: nothing were degenerate (a uniform draw under ``choice="sample"``).
-TIE_BREAKS = ("proposal", "none")
+#: rollout policies of the ``env`` twist's Monte Carlo leaf value
+#: (:class:`smcplan.planning.twist_env.EnvProgress`)
+ROLLOUT_POLICIES = ("uniform", "untried")
 
 
-class Retrieval(NamedTuple):
-    r"""How a particle reads its knowledge graph: :math:`\tau = R(G, \eta)` with ``hops`` graph
-    hops from the task's entities and at most ``limit`` facts
-    (:meth:`smcplan.memory.KnowledgeGraph.retrieve`)."""
-
-    hops: int = 2
-    limit: int = 24
-
-    def validated(self) -> Retrieval:
-        for name, v in (("hops", self.hops), ("limit", self.limit)):
-            if isinstance(v, bool) or not isinstance(v, int) or v < (0 if name == "hops" else 1):
-                raise PlanningError(
-                    f"Retrieval.{name} must be an integer >= {0 if name == 'hops' else 1}; "
-                    f"got {v!r}"
-                )
-        return self
+def _check_int(name: str, value: Any, low: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise PlanningError(f"{name} must be an integer >= {low}; got {value!r}")
 
 
-#: The default :class:`Retrieval` (2 hops, 24 facts: the agents' own KG context).
-DEFAULT_RETRIEVAL = Retrieval()
-
-
-class PlannerConfig(NamedTuple):
-    r"""The text planner's settings (one set of defaults, sized for SmolLM2-135M on 2 CPU cores).
+@dataclass(frozen=True)
+class PlannerConfig(Settings):
+    r"""The text planner's settings (one set of defaults, sized for SmolLM2-135M on 2 CPU cores),
+    checked once when the object is built (a bad value raises :class:`PlanningError` naming the
+    field, the value and the valid ones).
 
     ``num_particles`` N (4) and ``horizon`` H (2); ``lam`` :math:`\lambda` of the NeSyFS weight
     :math:`\omega\leftarrow\omega e^{\lambda\delta}` (1.0); ``weighting`` ``"nesyfs"`` (the
     paper's rule) or ``"twisted"``; ``resampling`` a scheme of :mod:`smcplan.smc.resampling`;
     ``ess_threshold`` :math:`\kappa` (1.0: resample before every step, the paper's rule);
     ``choice`` ``"sample"`` (:math:`j\sim\mathrm{Cat}(W^H)`) or ``"max_weight"``; ``tie_break``
-    (:data:`TIE_BREAKS`, ``"proposal"``); ``world_model`` (:data:`WORLD_MODELS`, ``"lm"``);
+    (:data:`TIE_BREAKS`, ``"proposal"``); ``world_model`` (:class:`WorldModelKind`, ``"lm"``;
+    stored as the enum member);
     ``world_model_path`` (the learned world model's adapter or model folder; only with
     ``world_model="learned"``);
     ``progress`` (:data:`PROGRESS` or a ``+``-sum, ``"lm"``); ``proposal`` (:data:`PROPOSALS`,
@@ -89,8 +105,11 @@ class PlannerConfig(NamedTuple):
     (0.95): the ``env`` twist's Monte Carlo leaf value at step H, M rollouts of at most R steps
     on clones of each particle's environment, ``rollout_policy`` ``"uniform"`` or ``"untried"``
     (simulator world model only;
-    :class:`smcplan.planning.progress.EnvProgress`).
+    :class:`smcplan.planning.twist_env.EnvProgress`).
     """
+
+    owner: ClassVar[str] = "planner option"
+    error: ClassVar[type[Exception]] = PlanningError
 
     num_particles: int = 4
     horizon: int = 2
@@ -100,7 +119,7 @@ class PlannerConfig(NamedTuple):
     ess_threshold: float = 1.0
     choice: str = "sample"
     tie_break: str = "proposal"
-    world_model: str = "lm"
+    world_model: WorldModelKind | str = WorldModelKind.LM
     progress: str = "lm"
     proposal: str = "lm"
     observation_tokens: int = 32
@@ -110,10 +129,7 @@ class PlannerConfig(NamedTuple):
     rollout_policy: str = "uniform"
     world_model_path: str | None = None
 
-    def validated(self) -> PlannerConfig:
-        """``self`` after checking every field (errors name the value and the valid ones)."""
-        from smcplan.planning.checks import validate_config
-
+    def __post_init__(self) -> None:
         validate_config(
             self.num_particles,
             self.horizon,
@@ -122,16 +138,14 @@ class PlannerConfig(NamedTuple):
             self.choice,
             self.ess_threshold,
             self.resampling,
+            self.tie_break,
         )
-        if self.tie_break not in TIE_BREAKS:
-            raise PlanningError(
-                f"unknown tie_break {self.tie_break!r}; known: {', '.join(TIE_BREAKS)}"
-            )
         if self.world_model not in WORLD_MODELS:
             raise PlanningError(
                 f"unknown world_model {self.world_model!r}; known: {', '.join(WORLD_MODELS)}"
             )
-        learned = self.world_model == "learned"
+        object.__setattr__(self, "world_model", WorldModelKind(self.world_model))
+        learned = self.world_model is WorldModelKind.LEARNED
         path = self.world_model_path
         if learned and (not isinstance(path, str) or not path.strip()):
             raise PlanningError(
@@ -142,25 +156,16 @@ class PlannerConfig(NamedTuple):
         if not learned and path is not None:
             raise PlanningError(
                 f"world_model_path={path!r} is the learned world model's folder; it needs "
-                f"world_model='learned' (got world_model={self.world_model!r})"
+                f"world_model='learned' (got world_model={str(self.world_model)!r})"
             )
         if self.proposal not in PROPOSALS:
             raise PlanningError(
                 f"unknown proposal {self.proposal!r}; known: {', '.join(PROPOSALS)}"
             )
         parse_progress(self.progress)
-        if (
-            isinstance(self.observation_tokens, bool)
-            or not isinstance(self.observation_tokens, int)
-            or self.observation_tokens < 1
-        ):
-            raise PlanningError(
-                f"observation_tokens must be an integer >= 1; got {self.observation_tokens!r}"
-            )
-        for name, low in (("rollouts", 0), ("rollout_steps", 1)):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < low:
-                raise PlanningError(f"{name} must be an integer >= {low}; got {v!r}")
+        _check_int("observation_tokens", self.observation_tokens, 1)
+        _check_int("rollouts", self.rollouts, 0)
+        _check_int("rollout_steps", self.rollout_steps, 1)
         g = self.rollout_discount
         if isinstance(g, bool) or not isinstance(g, (int, float)) or not 0.0 < float(g) <= 1.0:
             raise PlanningError(f"rollout_discount must be a number in (0, 1]; got {g!r}")
@@ -175,23 +180,16 @@ class PlannerConfig(NamedTuple):
                     f"rollouts={self.rollouts} is the 'env' twist's leaf value, but progress is "
                     f"{self.progress!r}; add 'env' (e.g. progress='env') or set rollouts=0"
                 )
-            if self.world_model != "simulator":
+            if not self.world_model.oracle:
                 raise PlanningError(
                     f"rollouts={self.rollouts} rolls out copies of the environment; it needs "
                     "world_model='simulator' (or rollouts=0)"
                 )
-        return self
 
-    @classmethod
-    def from_options(cls, **options: Any) -> PlannerConfig:
-        """Build and validate from keyword options; an unknown key lists the known ones."""
-        unknown = sorted(set(options) - set(cls._fields))
-        if unknown:
-            raise PlanningError(
-                f"unknown planner option(s) {', '.join(map(repr, unknown))}; "
-                f"known: {', '.join(cls._fields)}"
-            )
-        return cls(**options).validated()
+    @property
+    def oracle(self) -> bool:
+        """True when the world model reads the real environment (``world_model="simulator"``)."""
+        return self.world_model.oracle  # type: ignore[union-attr]
 
     def tsmc_kwargs(self) -> dict[str, Any]:
         """The keywords :func:`smcplan.planning.tsmc.tsmc` takes."""
@@ -204,6 +202,24 @@ class PlannerConfig(NamedTuple):
             "choice": self.choice,
             "tie_break": self.tie_break,
         }
+
+
+def world_model_of(options: Mapping[str, Any]) -> WorldModelKind | None:
+    """The world model an agent's options name (``world_model=...``, ``planner.world_model=...``
+    or ``planner={"world_model": ...}`` / a :class:`PlannerConfig`), as a
+    :class:`WorldModelKind`; ``None`` when they name none or an unknown one (run configs and
+    reports read it; the agent itself raises on an unknown name)."""
+    planner = options.get("planner")
+    if isinstance(planner, PlannerConfig):
+        value: Any = planner.world_model
+    elif isinstance(planner, Mapping) and "world_model" in planner:
+        value = planner["world_model"]
+    else:
+        value = options.get("planner.world_model", options.get("world_model"))
+    try:
+        return WorldModelKind(value) if value is not None else None
+    except ValueError:
+        return None
 
 
 def parse_progress(spec: Any) -> tuple[str, ...]:

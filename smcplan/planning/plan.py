@@ -25,6 +25,7 @@ import numpy as np
 from smcplan.planning import pomdp_components as pc
 from smcplan.planning.batch import as_key
 from smcplan.planning.components import PlanningError, Proposal, Twist, WorldModel
+from smcplan.planning.config import WorldModelKind
 from smcplan.planning.result import PlanResult
 from smcplan.planning.text_components import plan_text
 from smcplan.planning.tsmc import tsmc, validate_config
@@ -139,7 +140,7 @@ def plan_pomdp(
     weighting: str = "twisted",
     lam: float = 1.0,
     proposal: str | Proposal = "uniform",
-    world_model: str | WorldModel = "exact",
+    world_model: str | WorldModel = WorldModelKind.EXACT,
     twist: str | Twist = "reward",
     beta: float = 1.0,
     proposal_beta: float = 1.0,
@@ -194,9 +195,10 @@ def plan_pomdp(
                 "object"
             )
     if isinstance(world_model, str):
-        if world_model != "exact":
+        if world_model != WorldModelKind.EXACT:
             raise PlanningError(
-                f"unknown world model {world_model!r}; known: exact, or a WorldModel object"
+                f"unknown world model {world_model!r}; known: {WorldModelKind.EXACT}, or a "
+                "WorldModel object"
             )
         world_model = pc.ExactWorldModel(pomdp)
     if isinstance(twist, str):

@@ -33,7 +33,7 @@ from typing import Any
 
 from smcplan.memory import KnowledgeGraph
 from smcplan.planning.components import PlanningError, Proposal, Twist, WorldModel
-from smcplan.planning.config import PlannerConfig, Retrieval, parse_progress
+from smcplan.planning.config import PlannerConfig, Retrieval, WorldModelKind, parse_progress
 from smcplan.planning.graph_update import EXTRACTORS, GraphUpdate
 from smcplan.planning.result import PlanResult
 from smcplan.planning.seen import Seen
@@ -109,23 +109,15 @@ def build_text_planner(
         raise PlanningError(
             f"memory must be a smcplan.memory.KnowledgeGraph or None; got {type(memory).__name__}"
         )
-    if config is not None and not isinstance(config, PlannerConfig):
-        raise PlanningError(
-            f"config must be a smcplan.planning.PlannerConfig; got {type(config).__name__}"
-        )
-    unknown = sorted(set(options) - set(PlannerConfig._fields))
-    if unknown:
-        raise PlanningError(
-            f"unknown plan() option(s) {', '.join(map(repr, unknown))}; "
-            f"planner options: {', '.join(PlannerConfig._fields)}"
-        )
-    cfg = (config or PlannerConfig())._replace(**options).validated()
-    retrieval = (retrieval or Retrieval()).validated()
+    # the settings objects check their own values (PlannerConfig.__post_init__)
+    cfg = PlannerConfig.coerce(config, "config")
+    cfg = cfg.replace(**options) if options else cfg
+    retrieval = Retrieval.coerce(retrieval, "retrieval")
     if isinstance(extractor, str) and extractor not in EXTRACTORS:
         raise PlanningError(
             f"unknown extractor {extractor!r}; known: {', '.join(EXTRACTORS)}, or a callable"
         )
-    simulated = cfg.world_model == "simulator"
+    simulated = cfg.oracle
     if simulated:
         if simulator is None:
             raise PlanningError(
@@ -146,7 +138,7 @@ def build_text_planner(
 
     # The language-model roles not given, built on lm=.
     wants_lm_progress = twist is None and "lm" in names
-    if cfg.world_model == "learned" and observation_model is None:
+    if cfg.world_model is WorldModelKind.LEARNED and observation_model is None:
         from smcplan.planning.learned import learned_observation_model
 
         observation_model = learned_observation_model(

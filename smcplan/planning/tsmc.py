@@ -325,10 +325,9 @@ def tsmc(
         choice,
         ess_threshold,
         resampling,
+        tie_break,
     )
     n = batch_size(particles, "initial particles")
-    if tie_break not in ("proposal", "none"):
-        raise PlanningError(f"unknown tie_break {tie_break!r}; known: proposal, none")
     if jit and is_list_batch(particles):
         raise PlanningError(
             "jit=True needs pytree particles with a leading axis N; a list of objects runs with "

@@ -34,14 +34,16 @@ __all__ = ["ORACLE_CONFIG", "SOURCES", "CollectError", "CollectResult", "collect
 
 #: the ``make demo-oracle`` agent: NeSyFS, slow thinking every step, simulator world model
 ORACLE_CONFIG: dict[str, Any] = {
-    "world_model": "simulator",
-    "progress": "env+task",
     "slow_thinking": "always",
-    "plan_proposal": "uniform",
-    "num_particles": 8,
-    "horizon": 3,
-    "lam": 3,
-    "choice": "max_weight",
+    "planner": {
+        "world_model": "simulator",
+        "progress": "env+task",
+        "proposal": "uniform",
+        "num_particles": 8,
+        "horizon": 3,
+        "lam": 3,
+        "choice": "max_weight",
+    },
 }
 SOURCES = ("oracle", "gold", "agent")
 #: header fields that must agree when a shard is resumed

@@ -80,7 +80,7 @@ def test_reflection_always_no_makes_nesyfs_plan_after_exactly_three_rejections(
 ):
     no = FixedReflection(False)
     planner = CountingPlanner(SlowThinker(tiny_lm, num_particles=3, horizon=2), no)
-    agent = make("nesyfs", lm=tiny_lm, seed=0, reflector=no, planner=planner)
+    agent = make("nesyfs", lm=tiny_lm, seed=0, reflector=no, slow_thinker=planner)
     played = play(agent, household_env, tiny_lm, seed=0, max_steps=2)
     assert planner.calls == [3 * (i + 1) for i in range(len(played))]  # once per step, after K=3
     for p in played:
@@ -115,7 +115,7 @@ def test_the_slow_thinker_does_not_hand_back_a_rejected_action_unless_told_to(
     # choice avoid them; "loops" without the loop guard and "none" leave the set whole
     planner = AdmissibleLog(SlowThinker(tiny_lm, num_particles=3, horizon=1))
     agent = make(
-        "nesyfs", lm=tiny_lm, seed=0, reflector=FixedReflection(False), planner=planner,
+        "nesyfs", lm=tiny_lm, seed=0, reflector=FixedReflection(False), slow_thinker=planner,
         plan_skips=skip,
     )
     obs, info = household_env.reset(0)
@@ -149,7 +149,7 @@ def test_reflection_always_yes_executes_the_first_fast_action_without_planning(
 ):
     yes = FixedReflection(True)
     planner = CountingPlanner(SlowThinker(tiny_lm, num_particles=2, horizon=1), yes)
-    agent = make("nesyfs", lm=tiny_lm, seed=0, reflector=yes, planner=planner)
+    agent = make("nesyfs", lm=tiny_lm, seed=0, reflector=yes, slow_thinker=planner)
     played = play(agent, household_env, tiny_lm, seed=0, max_steps=3)
     assert planner.calls == [] and yes.calls == len(played)
     for p in played:
@@ -214,7 +214,7 @@ def test_when_every_action_was_rejected_the_full_set_is_offered_again(tiny_lm):
 def test_nesyfs_ablations_play_and_record_what_they_switch(tiny_lm, household_env, flags, context):
     no = FixedReflection(False)
     planner = CountingPlanner(SlowThinker(tiny_lm, num_particles=2, horizon=1), no)
-    config = {"reflector": no, "planner": planner} if flags.get("reflection", True) else {}
+    config = {"reflector": no, "slow_thinker": planner} if flags.get("reflection", True) else {}
     agent = make("nesyfs", lm=tiny_lm, seed=0, **config, **flags)
     played = play(agent, household_env, tiny_lm, seed=0, max_steps=2)
     for p in played:
@@ -260,7 +260,7 @@ def guarded_agent(tiny_lm, proposer):
     yes = FixedReflection(True)
     planner = CountingPlanner(SlowThinker(tiny_lm, num_particles=2, horizon=1), yes)
     agent = make(
-        "nesyfs", lm=tiny_lm, seed=0, reflector=yes, planner=planner, proposer=proposer,
+        "nesyfs", lm=tiny_lm, seed=0, reflector=yes, slow_thinker=planner, proposer=proposer,
         loop_guard=True,
     )
     return agent, planner, yes
@@ -337,7 +337,7 @@ def test_follow_plan_executes_the_imagined_trajectory_while_the_world_matches_it
         for follow in (True, False):
             agent = make("nesyfs", lm=tiny_lm, seed=0, follow_plan=follow, **settings)
             agent.attach_simulator(env.clone, env)
-            agent.planner = planner = CountingPlanner(agent.planner)
+            agent.slow_thinker = planner = CountingPlanner(agent.slow_thinker)
             played = play(agent, env, tiny_lm, seed=0, max_steps=3)
             runs[follow] = (played, planner.calls)
         played, calls = runs[True]

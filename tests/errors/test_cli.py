@@ -242,6 +242,13 @@ def test_an_unknown_agent_arg_lists_the_valid_keys_of_every_agent(tmp_path, caps
          "rollout_discount must be a number in (0, 1]; got 1.5"),
         (["num_particles=0"], "num_particles"),
         (["plan_proposal=magic"], "unknown proposal 'magic'; known: lm, uniform"),
+        (["planner.num_particles=0"], "num_particles must be an integer >= 1; got 0"),
+        (["planner.N=4"], "unknown planner option(s) 'N'; known: num_particles, horizon"),
+        (["planner.world_model=oracle"], "unknown world_model 'oracle'; known: lm, simulator"),
+        (["reflection.samples=0"], "reflection samples (n) must be an integer >= 1; got 0"),
+        (["reflection.threshold=2"], "reflection threshold must be a number in [0, 1]"),
+        (["world_model=lm", "planner.world_model=lm"], "is given twice"),
+        (["planner=3"], "planner must be a smcplan.planning.config.PlannerConfig or a mapping"),
     ],
 )
 def test_bad_slow_thinker_settings_exit_2_before_any_model_loads_or_file_is_written(

@@ -355,7 +355,7 @@ def test_rlvmr_scores_the_action_that_just_failed_again_as_a_repetition_whatever
         ({"tie_break": "coin"}, "unknown tie_break 'coin'; known: proposal, none"),
         (
             {"particles": 3},
-            "unknown plan\\(\\) option\\(s\\) 'particles'; planner options: num_particles",
+            "unknown planner option\\(s\\) 'particles'; known: num_particles",
         ),
     ],
 )

@@ -71,5 +71,5 @@ def test_oracle_collection_records_the_planner_config(tmp_path):
     assert result.played == 1 and result.transitions == 2
     header = read_shard(out).header
     assert header["agent"] == "nesyfs"
-    assert header["agent_config"]["world_model"] == "simulator"
+    assert header["agent_config"]["planner"]["world_model"] == "simulator"
     assert header["agent_config"]["slow_thinking"] == "always"

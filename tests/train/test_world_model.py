@@ -56,10 +56,10 @@ def test_exact_match_and_token_f1():
 
 def test_the_learned_world_model_needs_its_path():
     with pytest.raises(PlanningError, match="needs world_model_path="):
-        PlannerConfig(world_model="learned").validated()
+        PlannerConfig(world_model="learned")
     with pytest.raises(PlanningError, match="needs world_model='learned'"):
-        PlannerConfig(world_model_path="runs/wm/adapter").validated()
-    assert PlannerConfig(world_model="learned", world_model_path="x").validated()
+        PlannerConfig(world_model_path="runs/wm/adapter")
+    assert PlannerConfig(world_model="learned", world_model_path="x").world_model == "learned"
 
 
 def test_train_then_plan_with_the_learned_world_model(shard, tmp_path):
