@@ -30,10 +30,13 @@ Registry entries are imported lazily so that ``make("random")`` needs no torch.
 from __future__ import annotations
 
 import importlib
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from smcplan.agents.base import Agent, Step
 from smcplan.errors import UnknownNameError, check_options, keyword_names
+
+if TYPE_CHECKING:
+    from smcplan.llm import LanguageModel
 
 __all__ = [
     "Agent",
@@ -140,7 +143,7 @@ def uses_model(name: str) -> bool:
     return spec(name).lm
 
 
-def make(name: str, lm: Any = None, **config: Any) -> Agent:
+def make(name: str, lm: LanguageModel | None = None, **config: Any) -> Agent:
     """Build the agent registered under ``name`` (e.g. ``"random"``, ``"react"``, ``"nesyfs"``).
 
     ``lm`` is the :class:`smcplan.llm.LanguageModel` of the LLM agents (ignored by agents that

@@ -22,11 +22,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from smcplan.agents.context import Context, History
 from smcplan.agents.extractors import Extractor
 from smcplan.memory import KnowledgeGraph
+
+if TYPE_CHECKING:
+    from smcplan.llm import LanguageModel
 
 __all__ = [
     "Belief",
@@ -128,7 +131,9 @@ class BeliefSummarizer:
     schema-constrained call (greedy by default) with the ``belief`` role's templates (from
     ``roles_dir``, default the packaged ``smcplan/assets/roles``)."""
 
-    def __init__(self, lm: Any, temperature: float = 0.0, roles_dir: str | Path | None = None):
+    def __init__(
+        self, lm: LanguageModel, temperature: float = 0.0, roles_dir: str | Path | None = None
+    ):
         from smcplan.llm.roles.base import Role
 
         class _Role(Role):

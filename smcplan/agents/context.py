@@ -41,7 +41,10 @@ import dataclasses
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from smcplan.llm import LanguageModel
 
 __all__ = [
     "Turn",
@@ -58,14 +61,14 @@ __all__ = [
 DEFAULT_WINDOW = 2048
 
 
-def model_window(lm: Any) -> int:
+def model_window(lm: LanguageModel) -> int:
     """The model's context window ``W`` in tokens (``max_position_embeddings`` of its config)."""
     config = getattr(getattr(lm, "model", None), "config", None)
     window = getattr(config, "max_position_embeddings", None)
     return int(window) if isinstance(window, int) and window > 0 else DEFAULT_WINDOW
 
 
-def history_budget(lm: Any, history_tokens: int, reserve_tokens: int) -> int:
+def history_budget(lm: LanguageModel, history_tokens: int, reserve_tokens: int) -> int:
     """``B_hist = min(history_tokens, W - reserve_tokens)`` (at least 0); see the module docstring.
     """
     if history_tokens < 0 or reserve_tokens < 0:
@@ -83,7 +86,7 @@ class TokenCounter:
     only by tests that run without a tokenizer.
     """
 
-    def __init__(self, lm: Any = None, cache_size: int = 4096) -> None:
+    def __init__(self, lm: LanguageModel | None = None, cache_size: int = 4096) -> None:
         self._encode: Callable[[str], Sequence[int]] | None = (
             getattr(lm, "encode_continuation", None) if lm is not None else None
         )

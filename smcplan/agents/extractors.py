@@ -22,9 +22,12 @@ Imports ``smcplan.memory`` and (lazily) ``smcplan.llm``; never ``smcplan.eval`` 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from smcplan.memory import Extraction, Triplet, detect_env_kind, extract_triplets
+
+if TYPE_CHECKING:
+    from smcplan.llm import LanguageModel
 
 __all__ = ["Extractor", "EXTRACTORS", "clean_triplets"]
 
@@ -57,7 +60,7 @@ class Extractor:
     def __init__(
         self,
         kind: str = "auto",
-        lm: Any = None,
+        lm: LanguageModel | None = None,
         env_kind: str | None = None,
         llm_extractor: Any = None,
     ) -> None:

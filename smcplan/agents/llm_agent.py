@@ -11,7 +11,7 @@ siblings; never ``smcplan.eval`` or ``smcplan.cli``.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -35,6 +35,9 @@ from smcplan.agents.extractors import Extractor
 from smcplan.agents.record import StepRecord, UsageMeter, clean_text
 from smcplan.agents.shortlist import DEFAULT_MAX_ACTIONS, shortlist_actions
 from smcplan.memory.retrieval import DEFAULT_RETRIEVAL
+
+if TYPE_CHECKING:
+    from smcplan.llm import LanguageModel
 
 __all__ = [
     "LLMAgent",
@@ -150,7 +153,7 @@ class LLMAgent:
 
     def __init__(
         self,
-        lm: Any = None,
+        lm: LanguageModel | None = None,
         *,
         seed: int = 0,
         context: str | None = None,
@@ -327,7 +330,7 @@ class LLMAgent:
         """Extra lines every role sees (e.g. Reflexion's reflections); none by default."""
         return []
 
-    def register_lm(self, lm: Any) -> None:
+    def register_lm(self, lm: LanguageModel) -> None:
         """Count ``lm``'s usage in the step records too (each model object counted once)."""
         self._meter.add(lm)
 

@@ -49,7 +49,7 @@ Imports the agents' shared parts and, lazily, ``smcplan.llm``; never ``smcplan.e
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from smcplan.agents.beliefs import KGBelief
 from smcplan.agents.context import Context
@@ -64,6 +64,9 @@ from smcplan.planning import PlannerConfig, Retrieval
 from smcplan.planning.config import DEFAULT_RETRIEVAL
 from smcplan.planning.progress import Seen
 from smcplan.planning.simulator import check_clone_factory
+
+if TYPE_CHECKING:
+    from smcplan.llm import LanguageModel
 
 __all__ = ["NeSyFSAgent", "SLOW_THINKING", "PLAN_SKIPS"]
 
@@ -179,7 +182,7 @@ class NeSyFSAgent(LLMAgent):
 
     def __init__(
         self,
-        lm: Any = None,
+        lm: LanguageModel | None = None,
         *,
         planner: PlannerConfig | Mapping[str, Any] | None = None,
         reflection: ReflectionConfig | Mapping[str, Any] | bool = True,

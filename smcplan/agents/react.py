@@ -15,10 +15,13 @@ Imports the agents' base and, lazily, ``smcplan.llm``; never ``smcplan.eval`` / 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from smcplan.agents.llm_agent import Decision, LLMAgent
 from smcplan.agents.record import StepRecord
+
+if TYPE_CHECKING:
+    from smcplan.llm import LanguageModel
 
 __all__ = ["ReactAgent"]
 
@@ -35,7 +38,7 @@ class ReactAgent(LLMAgent):
 
     def __init__(
         self,
-        lm: Any = None,
+        lm: LanguageModel | None = None,
         *,
         think: bool = True,
         temperature: float = 0.0,

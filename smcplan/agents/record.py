@@ -59,8 +59,8 @@ are kept and ``truncated`` is true.  Non-finite floats are spelled ``"-inf"`` / 
 
 Agents add their own keys (``kg_added``, ``kg_removed``, ``kg_size``, ``belief``, ``tag``
 rewards, ...) beside these; they never reuse a schema key for something else. Counts come from
-the :class:`~smcplan.llm.samples.Usage` counters of the language-model objects, as differences between
-snapshots taken at the start and the end of ``act`` (so they equal what a harness measures
+the :class:`~smcplan.llm.samples.Usage` counters of the language-model objects, as differences
+between snapshots taken at the start and the end of ``act`` (so they equal what a harness measures
 around ``act``).
 
 Imports nothing from ``smcplan.llm``; never ``smcplan.eval`` / ``smcplan.cli``.
@@ -70,7 +70,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from smcplan.llm import LanguageModel
 
 __all__ = ["StepRecord", "UsageMeter", "SCHEMA_KEYS", "USAGE_KEYS", "jsonable", "clean_text"]
 
@@ -132,7 +135,7 @@ class UsageMeter:
         for lm in lms:
             self.add(lm)
 
-    def add(self, lm: Any) -> None:
+    def add(self, lm: LanguageModel) -> None:
         if lm is not None and hasattr(lm, "usage") and all(lm is not x for x in self._lms):
             self._lms.append(lm)
 

@@ -27,13 +27,16 @@ Imports the agents' shared parts and, lazily, ``smcplan.llm``; never ``smcplan.e
 from __future__ import annotations
 
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from smcplan.agents.llm_agent import Decision
 from smcplan.agents.react import ReactAgent
 from smcplan.agents.record import StepRecord
 from smcplan.llm.fields import JSON_TEXT, field_text, regex
 from smcplan.llm.templates import load_role
+
+if TYPE_CHECKING:
+    from smcplan.llm import LanguageModel
 
 __all__ = ["ReflexionAgent"]
 
@@ -56,7 +59,7 @@ class ReflexionAgent(ReactAgent):
 
     def __init__(
         self,
-        lm: Any = None,
+        lm: LanguageModel | None = None,
         *,
         max_reflections: int = 3,
         reflection_temperature: float = 0.0,

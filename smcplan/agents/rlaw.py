@@ -44,13 +44,16 @@ Imports the agents' shared parts and, lazily, ``smcplan.llm``; never ``smcplan.e
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from smcplan.agents.beliefs import KGBelief
 from smcplan.agents.llm_agent import Candidate, Decision, Judgement, LLMAgent
 from smcplan.agents.matching import match_admissible
 from smcplan.agents.record import StepRecord
 from smcplan.llm.fields import JSON_TEXT, field_text, regex
+
+if TYPE_CHECKING:
+    from smcplan.llm import LanguageModel
 
 __all__ = ["RLAWAgent", "JSONActor", "ScoredActor", "discounted_return"]
 
@@ -84,7 +87,7 @@ class JSONActor:
 
     def __init__(
         self,
-        lm: Any,
+        lm: LanguageModel,
         temperature: float = 0.2,
         top_p: float = 0.9,
         thought_tokens: int = 64,
@@ -188,7 +191,7 @@ class JSONActor:
 class ScoredActor:
     """The RLAW actor by :class:`smcplan.llm.RLAWActor` (``decoding="scored"``): same call."""
 
-    def __init__(self, lm: Any, temperature: float = 0.2) -> None:
+    def __init__(self, lm: LanguageModel, temperature: float = 0.2) -> None:
         from smcplan.llm import RLAWActor
 
         self.role = RLAWActor(lm, temperature=temperature, thought_temperature=temperature)
@@ -237,7 +240,7 @@ class RLAWAgent(LLMAgent):
 
     def __init__(
         self,
-        lm: Any = None,
+        lm: LanguageModel | None = None,
         *,
         use_critic: bool = True,
         graph_memory: bool = True,
@@ -251,7 +254,7 @@ class RLAWAgent(LLMAgent):
         thought_tokens: int = 64,
         action_tokens: int = 24,
         critic_temperature: float = 0.0,
-        critic_lm: Any = None,
+        critic_lm: LanguageModel | None = None,
         critic_path: str | None = None,
         critic_model: str | None = None,
         actor: Any = None,

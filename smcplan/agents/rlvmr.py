@@ -65,7 +65,7 @@ Imports the agents' shared parts, :mod:`smcplan.agents.rlvmr_rewards` and, lazil
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -82,6 +82,9 @@ from smcplan.agents.rlvmr_rewards import (
 )
 from smcplan.llm.fields import TAG_TEXT, regex
 from smcplan.llm.templates import load_role
+
+if TYPE_CHECKING:
+    from smcplan.llm import LanguageModel
 
 __all__ = ["RLVMRAgent", "RLVMRGuidedAgent"]
 
@@ -112,7 +115,7 @@ class RLVMRAgent(LLMAgent):
 
     def __init__(
         self,
-        lm: Any = None,
+        lm: LanguageModel | None = None,
         *,
         guidance: float = 0.0,
         tag_guidance: float = 0.0,
@@ -301,7 +304,11 @@ class RLVMRGuidedAgent(RLVMRAgent):
     name = "rlvmr+guide"
 
     def __init__(
-        self, lm: Any = None, *, guidance: float = math.inf, tag_guidance: float = math.inf,
+        self,
+        lm: LanguageModel | None = None,
+        *,
+        guidance: float = math.inf,
+        tag_guidance: float = math.inf,
         **config: Any,
     ) -> None:
         super().__init__(lm, guidance=guidance, tag_guidance=tag_guidance, **config)

@@ -27,7 +27,7 @@ Imports ``smcplan.planning`` and (lazily) ``smcplan.llm``; never ``smcplan.eval`
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from smcplan.agents.context import Context, clip_text
 from smcplan.agents.extractors import Extractor
@@ -35,6 +35,9 @@ from smcplan.memory import KnowledgeGraph
 from smcplan.planning import PlannerConfig, PlanningError, PlanResult, Retrieval
 from smcplan.planning.config import WorldModelKind, parse_progress
 from smcplan.planning.progress import Seen
+
+if TYPE_CHECKING:
+    from smcplan.llm import LanguageModel
 
 __all__ = ["SlowThinker", "summarize", "first_action_line"]
 
@@ -55,7 +58,7 @@ class SlowThinker:
 
     def __init__(
         self,
-        lm: Any,
+        lm: LanguageModel,
         *,
         config: PlannerConfig | None = None,
         retrieval: Retrieval | None = None,

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -49,6 +49,9 @@ from smcplan.agents.matching import match_admissible, normalize_action
 from smcplan.agents.record import StepRecord
 from smcplan.llm.fields import JSON_TEXT, field_text, regex
 from smcplan.llm.templates import load_role
+
+if TYPE_CHECKING:
+    from smcplan.llm import LanguageModel
 
 __all__ = ["ZeroShotAgent", "match_admissible", "normalize_action"]
 
@@ -78,7 +81,7 @@ class ZeroShotAgent(LLMAgent):
 
     def __init__(
         self,
-        lm: Any = None,
+        lm: LanguageModel | None = None,
         *,
         plan_tokens: int = 128,
         max_actions: int = 20,

@@ -32,6 +32,9 @@ from smcplan.planning.tsmc import tsmc, validate_config
 from smcplan.pomdp.model import DiscretePOMDP
 
 if TYPE_CHECKING:
+    from smcplan.llm import LanguageModel
+
+if TYPE_CHECKING:
     from smcplan.memory import KnowledgeGraph
 
 __all__ = ["plan", "plan_pomdp", "PROPOSALS", "TWISTS", "as_key"]
@@ -75,7 +78,7 @@ def plan(
     task: str,
     memory: KnowledgeGraph | None,
     admissible_actions: Sequence[str],
-    lm: Any = None,
+    lm: LanguageModel | None = None,
     **options: Any,
 ) -> PlanResult: ...
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from smcplan.memory import KnowledgeGraph
 from smcplan.planning.components import PlanningError, Proposal, Twist, WorldModel
@@ -40,6 +40,9 @@ from smcplan.planning.seen import Seen
 from smcplan.planning.text_particle import TextParticle
 from smcplan.planning.text_roles import LMProposal, LMWorldModel
 from smcplan.planning.tsmc import tsmc
+
+if TYPE_CHECKING:
+    from smcplan.llm import LanguageModel
 
 __all__ = ["TextPlanner", "build_text_planner", "run_text_planner", "plan_text"]
 
@@ -67,7 +70,7 @@ def build_text_planner(
     task: str,
     memory: KnowledgeGraph | None,
     admissible_actions: Sequence[str],
-    lm: Any = None,
+    lm: LanguageModel | None = None,
     *,
     observation: str = "",
     config: PlannerConfig | None = None,
@@ -268,7 +271,7 @@ def plan_text(
     task: str,
     memory: KnowledgeGraph | None,
     admissible_actions: Sequence[str],
-    lm: Any = None,
+    lm: LanguageModel | None = None,
     *,
     observation: str = "",
     key: Any = 0,
