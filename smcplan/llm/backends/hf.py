@@ -1,4 +1,4 @@
-"""The language-model object every role and agent uses: batched constrained sampling and scoring.
+"""The transformers backend, in this process: batched constrained sampling and KV-cached scoring.
 
 :class:`TransformersLanguageModel`, the transformers backend of the
 :class:`smcplan.llm.LanguageModel` protocol, wraps a transformers causal LM and its tokenizer and
