@@ -141,15 +141,21 @@ class TextWorldExpressEnv(JvmBacked, BaseTextEnv):
                 sim.stepJSON(action)
 
     # -- protocol -------------------------------------------------------------------------
-    def reset(self, seed: int | None = None) -> tuple[str, dict[str, Any]]:
-        seed = self.default_seed if seed is None else int(seed)
-        fold = fold_of_seed(seed)
+    def check_seed(self, seed: int) -> str:
+        """The fold of ``seed``; ``ValueError`` naming the valid seeds when it is in no fold or
+        not in this env's ``split`` (what :meth:`reset` would refuse, without starting a game)."""
+        fold = fold_of_seed(int(seed))
         if self.split is not None and fold != self.split:
             r = FOLDS[self.split]
             raise ValueError(
                 f"{self.name}: seed {seed} is in fold {fold!r}, not in split {self.split!r} "
                 f"(seeds {r.start}-{r.stop - 1})"
             )
+        return fold
+
+    def reset(self, seed: int | None = None) -> tuple[str, dict[str, Any]]:
+        seed = self.default_seed if seed is None else int(seed)
+        fold = self.check_seed(seed)
         raw = json.loads(
             self._sup.call(lambda: self._sim.generateNewGameJSON(seed, fold, True), "reset")
         )

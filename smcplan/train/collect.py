@@ -255,20 +255,32 @@ def collect(
     agent_config = dict(agent_config or {})
     env_kwargs = dict(env_kwargs or ({"split": split} if split else {}))
     path = Path(out)
-    header = _header(env, env_kwargs, split, seeds, source, agent, agent_config, max_steps, model)
-    done_ids = _prepare(path, header, resume)
-    todo = [s for s in seeds if _episode_id(env, s) not in done_ids]
-    lm = None
-    if agent is not None and agents.uses_model(agent):
-        from smcplan.llm import load_model
-        from smcplan.llm.testing import tiny_model
-
-        lm = tiny_model() if source == "oracle" and model is None else load_model(model)
-    from tqdm import tqdm
-
-    t0, played, transitions, wins = time.perf_counter(), 0, 0, 0
+    # everything that can refuse the request does so before the shard is written
+    if agent is not None:
+        agents.check_agent_options(agent, agent_config)
+        agents.check_settings(agent, agent_config)
     handle_env = envs.make(env, **env_kwargs)
     try:
+        check_seed = getattr(handle_env, "check_seed", None)
+        for seed in seeds if callable(check_seed) else ():
+            try:
+                check_seed(seed)
+            except ValueError as err:
+                raise InvalidArgumentError(f"seeds: {err}") from None
+        lm = None
+        if agent is not None and agents.uses_model(agent):
+            from smcplan.llm import load_model
+            from smcplan.llm.testing import tiny_model
+
+            lm = tiny_model() if source == "oracle" and model is None else load_model(model)
+        header = _header(
+            env, env_kwargs, split, seeds, source, agent, agent_config, max_steps, model
+        )
+        done_ids = _prepare(path, header, resume)
+        todo = [s for s in seeds if _episode_id(env, s) not in done_ids]
+        from tqdm import tqdm
+
+        t0, played, transitions, wins = time.perf_counter(), 0, 0, 0
         with open(path, "a", encoding="utf-8") as handle:
 
             def write(record: dict[str, Any]) -> None:

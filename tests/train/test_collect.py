@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -73,3 +74,20 @@ def test_oracle_collection_records_the_planner_config(tmp_path):
     assert header["agent"] == "nesyfs"
     assert header["agent_config"]["planner"]["world_model"] == "simulator"
     assert header["agent_config"]["slow_thinking"] == "always"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"seeds": [30000]}, "seeds: TextWorldExpress seed 30000 is in no fold"),
+        ({"seeds": [10000], "split": "train"}, "seed 10000 is in fold 'dev', not in split 'train'"),
+        ({"seeds": [0], "agent_config": {"planner.horizon": 0}}, "horizon must be an integer"),
+    ],
+)
+def test_a_refused_request_writes_no_shard(tmp_path, kwargs, message):
+    """Seeds outside the env's folds or split, and bad planner settings, fail before the shard
+    is written (a rerun with good values must not need --resume)."""
+    out = tmp_path / "bad.jsonl"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        collect("twx:coin", out=out, source="oracle", max_steps=2, progress=False, **kwargs)
+    assert not out.exists()
