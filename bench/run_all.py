@@ -47,6 +47,8 @@ QUICK: dict[str, list[str]] = {
     "viewer_size": ["--episodes", "5", "--max-steps", "20"],
     "agent_step": ["--agents", "react", "--seeds", "10000", "--steps", "2"],
     "profile_step": ["--agents", "react", "--steps", "1", "--top", "10"],
+    # tiny random-weight model: smcplan's train_sft against plain TRL (~30 s on 2 cores)
+    "train_throughput": ["--model", "tiny", "--examples", "32", "--steps", "8"],
     # need smcplan[scale] (Ray; llama-cpp-python's server)
     "ray_workers": ["--episodes", "2", "--max-steps", "3", "--model", "tiny"],
     "remote_step": ["--steps", "1"],
