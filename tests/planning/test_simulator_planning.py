@@ -31,20 +31,6 @@ from smcplan.planning.text_particle import TextParticle
 from tests.tolerance import chain_tol, smc_logweight_tol
 
 
-@pytest.fixture(scope="module")
-def drawer():
-    env = make(
-        "toy:household",
-        receptacles=("drawer 1", "drawer 2"),
-        key_prior=(1.0, 0.0),
-        start="drawer 1",
-        closed_take="fails",
-    )
-    obs, info = env.reset(0)
-    yield env, obs, info["admissible_actions"]
-    env.close()
-
-
 def simulated_plan(env, obs, actions, horizon, key, n=512, **kw):
     return smcplan.plan(
         env.task,

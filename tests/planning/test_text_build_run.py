@@ -8,7 +8,6 @@ import dataclasses
 import numpy as np
 import pytest
 
-from smcplan.envs import make
 from smcplan.memory import KnowledgeGraph
 from smcplan.planning import (
     PlannerConfig,
@@ -22,20 +21,6 @@ from smcplan.planning.text_components import plan_text
 from smcplan.planning.text_particle import TextParticle
 
 ACTIONS = ["go north", "take coin", "look around"]
-
-
-@pytest.fixture(scope="module")
-def drawer():
-    env = make(
-        "toy:household",
-        receptacles=("drawer 1", "drawer 2"),
-        key_prior=(1.0, 0.0),
-        start="drawer 1",
-        closed_take="fails",
-    )
-    obs, info = env.reset(0)
-    yield env, obs, info["admissible_actions"]
-    env.close()
 
 
 def simulated(env, obs, **kw):
