@@ -69,11 +69,11 @@ $(LLAMA_SERVER): requirements/constraints.txt | $(STAMP)
 # make demo-lm: NeSyFS with SmolLM2 as its world model too (no oracle); it loops on this seed.
 DEMO_ARGS ?= --env twx:coin --agent nesyfs --seeds 10000 --max-steps 25 \
 	--agent-arg world_model=simulator --agent-arg progress=env+task \
-	--agent-arg plan_proposal=uniform --agent-arg loop_guard=true --agent-arg max_rejections=1 \
+	--agent-arg planner.proposal=uniform --agent-arg loop_guard=true --agent-arg max_rejections=1 \
 	--agent-arg num_particles=16 --agent-arg horizon=3 --agent-arg lam=3 --agent-arg choice=max_weight
 DEMO_ORACLE_ARGS ?= --env twx:coin --agent nesyfs --seeds 10000 --max-steps 25 \
 	--agent-arg world_model=simulator --agent-arg progress=env+task \
-	--agent-arg slow_thinking=always --agent-arg plan_proposal=uniform \
+	--agent-arg slow_thinking=always --agent-arg planner.proposal=uniform \
 	--agent-arg num_particles=8 --agent-arg horizon=3 --agent-arg lam=3 --agent-arg choice=max_weight
 DEMO_LM_ARGS ?= --env twx:coin --agent nesyfs --seeds 10000 --max-steps 10
 demo: setup

@@ -6,6 +6,9 @@ Sources (``source=``):
   of the real environment; ``ORACLE_CONFIG``, the ``make demo-oracle`` settings, wins coin
   18/20).  An oracle: its actions are good, its observations are the environment's own.
 * ``"gold"``: the environment's gold action sequence (``env.gold_actions()``, where it has one).
+  TextWorldExpress draws it anew at every reset (the game is the seed's, the path explores it in
+  random order: coin dev seed 10000 took 8-33 steps over 60 resets), so two gold collections of
+  the same seeds differ; give ``max_steps`` room for the longest path.
 * ``"agent"``: any registered agent (``agent=``, ``agent_config=``), e.g. ReAct rollouts.
 
 Every transition stores what a planner particle at the root sees (task, real observation, the

@@ -13,10 +13,18 @@ from smcplan.train.data import SHARD_SCHEMA, read_shard
 pytestmark = pytest.mark.slow  # starts a real JVM
 
 
+#: TWX draws coin's gold path anew at every reset, an exploration of the house in random order
+#: (seed 10000, dev: 8-33 steps over 60 resets), so the step limit must hold the longest one:
+#: with L = 11 locations, a depth-first walk moves at most 2 (L - 1) = 20 times, opens at most
+#: 2 L = 22 doors (at most 4 exits per location, each door shared by two), plus "look around" and
+#: "take coin": 44 <= 60.
+GOLD_STEPS = 60
+
+
 def test_gold_collection_writes_a_resumable_shard(tmp_path):
     out = tmp_path / "gold.jsonl"
     first = collect(
-        "twx:coin", [10000], out, source="gold", split="dev", max_steps=25, progress=False
+        "twx:coin", [10000], out, source="gold", split="dev", max_steps=GOLD_STEPS, progress=False
     )
     assert (first.played, first.skipped, first.won) == (1, 0, 1)
     shard = read_shard(out)
@@ -37,7 +45,7 @@ def test_gold_collection_writes_a_resumable_shard(tmp_path):
         out,
         source="gold",
         split="dev",
-        max_steps=25,
+        max_steps=GOLD_STEPS,
         resume=True,
         progress=False,
     )
@@ -51,7 +59,7 @@ def test_gold_collection_writes_a_resumable_shard(tmp_path):
     assert [t["t"] for t in shard.transitions if t["seed"] == 10001][0] == 0
     with pytest.raises(CollectError, match="exists; pass --resume"):
         collect("twx:coin", [10000], out, source="gold", split="dev", progress=False)
-    with pytest.raises(CollectError, match="max_steps=25, not 5"):
+    with pytest.raises(CollectError, match=f"max_steps={GOLD_STEPS}, not 5"):
         collect(
             "twx:coin",
             [10000],
