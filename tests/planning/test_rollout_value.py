@@ -15,21 +15,14 @@ from smcplan.envs import make
 from smcplan.planning import PlannerConfig, PlanningError
 from smcplan.planning.progress import EnvProgress
 from smcplan.planning.text_particle import TextParticle
+from tests.planning.household import drawer_household
 
 
 @pytest.fixture()
 def drawer():
-    """Agent at the closed drawer 1 that holds the key: a blind take fails (lost), "open drawer 1"
-    then "take key 1 from drawer 1" wins."""
-    env = make(
-        "toy:household",
-        receptacles=("drawer 1", "drawer 2"),
-        key_prior=(1.0, 0.0),
-        start="drawer 1",
-        closed_take="fails",
-    )
-    obs, info = env.reset(0)
-    yield env, obs, list(info["admissible_actions"])
+    """:func:`tests.planning.household.drawer_household`, a fresh env per test."""
+    env, obs, actions = drawer_household()
+    yield env, obs, actions
     env.close()
 
 
