@@ -191,7 +191,7 @@ class Settings:
     """Base of the library's frozen settings dataclasses (``PlannerConfig``, ``Retrieval``,
     ``ReflectionConfig``, ...): each checks its values once, in ``__post_init__``; this base adds
     :meth:`field_names`, :meth:`from_options` and :meth:`coerce` (an unknown key names the known
-    fields), :meth:`replace` (a changed copy, checked again) and :meth:`as_dict`.
+    fields) and :meth:`replace` (a changed copy, checked again).
 
     A subclass sets ``owner`` (what its options are called in errors, e.g. ``"planner option"``)
     and ``error`` (the :class:`SmcplanError` subclass it raises, which must accept one message).
@@ -242,10 +242,6 @@ class Settings:
         """A copy with ``changes`` (checked again); an unknown key lists the known ones."""
         self.check_keys(changes)
         return dataclasses.replace(self, **changes)  # type: ignore[type-var]
-
-    def as_dict(self) -> dict[str, Any]:
-        """The settings as a plain dict (field name -> value)."""
-        return {k: getattr(self, k) for k in self.field_names()}
 
 
 def nest_dotted(options: Mapping[str, Any]) -> dict[str, Any]:

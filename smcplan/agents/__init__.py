@@ -94,15 +94,16 @@ def spec(name: str) -> AgentSpec:
     return AGENTS[name]
 
 
-def _accepted(factory: Any) -> frozenset[str] | None:
-    """The keys ``factory`` takes (``lm`` excluded): its constructor's names plus, for an agent
-    with groups of settings, their shorthands and ``GROUP.FIELD`` names; ``None``: any key."""
+def _accepted(factory: Any, dotted: bool = False) -> frozenset[str] | None:
+    """The keys ``factory`` takes (``lm`` excluded): its constructor's names and, for an agent
+    with groups of settings, their shorthands (and with ``dotted`` every ``GROUP.FIELD``);
+    ``None``: any key."""
     from smcplan.agents.settings import settings_option_names
 
     accepted = keyword_names(factory)
     if accepted is None:
         return None
-    return (accepted | set(settings_option_names(factory))) - {"lm"}
+    return (accepted | set(settings_option_names(factory, dotted))) - {"lm"}
 
 
 def check_agent_options(name: str, options: dict[str, Any], kind: str | None = None) -> None:
@@ -111,19 +112,15 @@ def check_agent_options(name: str, options: dict[str, Any], kind: str | None = N
     (``planner.horizon``) is left to that group, whose error lists its own fields."""
     factory = spec(name).load()
     groups = getattr(factory, "settings_groups", {})
-    top = {k: v for k, v in options.items() if not ("." in k and k.split(".")[0] in groups)}
-    accepted = _accepted(factory)
-    if accepted is not None:
-        accepted = frozenset(k for k in accepted if "." not in k)
-    check_options(kind or f"agent {name!r}", top, accepted)
+    top = {k: v for k, v in options.items() if k.partition(".")[0] not in groups or "." not in k}
+    check_options(kind or f"agent {name!r}", top, _accepted(factory))
 
 
 def agent_options(name: str, dotted: bool = False) -> list[str]:
     """The options ``make(name, ...)`` accepts (sorted, ``lm`` excluded), e.g. for
     ``--agent-arg``: constructor keywords and settings shorthands (``world_model``); with
     ``dotted=True`` also every field of its groups of settings (``planner.num_particles``)."""
-    names = _accepted(spec(name).load()) or ()
-    return sorted(k for k in names if dotted or "." not in k)
+    return sorted(_accepted(spec(name).load(), dotted) or ())
 
 
 def check_settings(name: str, options: dict[str, Any]) -> None:

@@ -44,13 +44,13 @@ def expand_shorthands(cls: type, options: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def settings_option_names(cls: type) -> list[str]:
+def settings_option_names(cls: type, dotted: bool = True) -> list[str]:
     """The settings keys ``cls`` takes besides its constructor's own names: its shorthands and
-    ``GROUP.FIELD`` for every field of every group (for ``--agent-arg`` listings)."""
-    groups: Mapping[str, Any] = getattr(cls, "settings_groups", {})
+    (``dotted``) ``GROUP.FIELD`` for every field of every group (for ``--agent-arg`` listings)."""
     names = set(getattr(cls, "option_shorthands", {}))
-    for group, settings in groups.items():
-        names |= {f"{group}.{f}" for f in settings.field_names()}
+    if dotted:
+        for group, settings in getattr(cls, "settings_groups", {}).items():
+            names |= {f"{group}.{f}" for f in settings.field_names()}
     return sorted(names)
 
 
