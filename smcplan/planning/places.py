@@ -70,6 +70,7 @@ __all__ = [
     "PlaceMap",
     "TaskGoal",
     "read_step",
+    "revealed_place",
     "parse_goal",
     "frontier_distance",
     "cost_to_go",
@@ -84,6 +85,13 @@ _REVEAL = re.compile(r"revealing the ([a-z][a-z ]*?)\s*\.", re.I)
 _OPEN_DOOR = re.compile(r"^open door to (\w+)$")
 _MOVE = re.compile(r"^(?:move|go) (\w+)$")
 _HOLD = "inventory"
+
+
+def revealed_place(observation: str) -> str | None:
+    """The room an opened door reveals ("You open the wood door, revealing the kitchen." ->
+    ``"kitchen"``), or None."""
+    found = _REVEAL.search(" ".join(str(observation).split()))
+    return found.group(1).lower() if found else None
 
 
 def kind_of(entity: str) -> str:

@@ -52,6 +52,18 @@ def _seeds(text: str) -> list[int]:
     return out
 
 
+def _branches(text: str) -> int | str:
+    if text == "all":
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0 or 'all', got {text!r}")
+    return value
+
+
 def _count(minimum: int):
     def parse(text: str) -> int:
         try:
@@ -108,6 +120,12 @@ def build_parser() -> argparse.ArgumentParser:
     co.add_argument("--split", help="the env's seed fold (train, dev, test)")
     co.add_argument("--model", help="language model of an LLM agent")
     co.add_argument("--max-steps", type=_count(1), default=25)
+    co.add_argument(
+        "--branches",
+        type=_branches,
+        default=0,
+        help="counterfactual steps per state on a clone (K or 'all'; for world models)",
+    )
     co.add_argument("--out", required=True, help="the shard file (.jsonl)")
     co.add_argument("--resume", action="store_true", help="skip episodes already in the shard")
     co.add_argument("--no-progress", action="store_true")
@@ -118,6 +136,15 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--adapter", type=Path, help="a LoRA adapter folder")
     ev.add_argument("--depths", default="0", help="context depths, e.g. 0,1 (default 0)")
     ev.add_argument("--limit", type=_count(1), help="at most this many examples (first ones)")
+    ev.add_argument(
+        "--sample",
+        type=_count(1),
+        help="a uniform draw of this many examples (seeded by --seed), applied before --limit",
+    )
+    ev.add_argument("--seed", type=_count(0), default=0, help="the seed of --sample")
+    ev.add_argument(
+        "--branches", action="store_true", help="also score the shard's counterfactual branches"
+    )
     ev.add_argument("--max-new-tokens", type=_count(1), default=128)
     ev.add_argument("--out", type=Path, help="write the score (and predictions) as JSON")
     ev.add_argument("--no-progress", action="store_true")
@@ -164,6 +191,7 @@ def _cmd_collect(args: argparse.Namespace) -> int:
         model=args.model,
         resume=args.resume,
         progress=not args.no_progress,
+        branches=args.branches,
     )
     print(
         f"{result.path}: {result.played} episodes played ({result.won} won), "
@@ -185,8 +213,18 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     from smcplan.train.data import read_shard
     from smcplan.train.world_model import evaluate_world_model, world_model_examples
 
-    transitions = [t for path in args.data for t in read_shard(path).transitions]
-    examples = world_model_examples(transitions, _depths(args.depths))[: args.limit]
+    shards = [read_shard(path) for path in args.data]
+    examples = world_model_examples(
+        [t for s in shards for t in s.transitions],
+        _depths(args.depths),
+        [b for s in shards for b in s.branches] if args.branches else (),
+    )
+    if args.sample is not None and args.sample < len(examples):
+        import random
+
+        picked = sorted(random.Random(args.seed).sample(range(len(examples)), args.sample))
+        examples = [examples[i] for i in picked]
+    examples = examples[: args.limit]
     lm = load_model(args.model, adapter=args.adapter)
     score = evaluate_world_model(
         lm, examples, max_new_tokens=args.max_new_tokens, progress=not args.no_progress
@@ -194,7 +232,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     line = (
         f"n={score.n} exact={score.exact:.3f} [{score.exact_ci[0]:.3f}, "
         f"{score.exact_ci[1]:.3f}] f1={score.f1:.3f} [{score.f1_ci[0]:.3f}, "
-        f"{score.f1_ci[1]:.3f}] {score.seconds:.0f} s"
+        f"{score.f1_ci[1]:.3f}] event={score.event:.3f} [{score.event_ci[0]:.3f}, "
+        f"{score.event_ci[1]:.3f}] (branches: {score.branches}) {score.seconds:.0f} s"
     )
     print(line)
     if args.out:
@@ -203,6 +242,9 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             "model": args.model,
             "adapter": str(args.adapter) if args.adapter else None,
             "data": [str(p) for p in args.data],
+            "with_branches": bool(args.branches),
+            "sample": args.sample,
+            "seed": args.seed,
             **score.to_dict(with_predictions=True),
         }
         args.out.write_text(json.dumps(body, indent=2), encoding="utf-8")

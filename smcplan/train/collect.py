@@ -11,6 +11,14 @@ Sources (``source=``):
   the same seeds differ; give ``max_steps`` room for the longest path.
 * ``"agent"``: any registered agent (``agent=``, ``agent_config=``), e.g. ReAct rollouts.
 
+**Branches** (``branches=K``, for world models): at every state of the episode, up to ``K``
+other admissible actions (``"all"``: every one) are each taken once on a clone of the
+environment and written as ``"branch"`` records (same fields as a transition), and the episode
+goes on from the policy's action.  A policy's own transitions cover the actions it likes (an
+oracle never walks into a closed door, closes one, or asks for its inventory); a world model
+that is to tell a planner which action helps must also have seen what the others do.  The
+``K`` actions of a state are a uniform draw without replacement seeded by ``(seed, t)``.
+
 Every transition stores what a planner particle at the root sees (task, real observation, the
 retrieved facts of a rule-extracted knowledge graph of the episode so far) and what happened
 (action, next observation, reward, done, won, score).  The shard's header records the git
@@ -23,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 import time
 from collections.abc import Callable, Sequence
@@ -33,7 +42,15 @@ from typing import Any
 from smcplan.errors import InvalidArgumentError, SmcplanError, check_int
 from smcplan.train.data import SHARD_SCHEMA, read_shard
 
-__all__ = ["ORACLE_CONFIG", "SOURCES", "CollectError", "CollectResult", "collect", "git_commit"]
+__all__ = [
+    "ORACLE_CONFIG",
+    "SOURCES",
+    "CollectError",
+    "CollectResult",
+    "collect",
+    "git_commit",
+    "branch_actions",
+]
 
 #: the ``make demo-oracle`` agent: NeSyFS, slow thinking every step, simulator world model
 ORACLE_CONFIG: dict[str, Any] = {
@@ -50,7 +67,11 @@ ORACLE_CONFIG: dict[str, Any] = {
 }
 SOURCES = ("oracle", "gold", "agent")
 #: header fields that must agree when a shard is resumed
-_IDENTITY = ("env", "env_kwargs", "split", "source", "agent", "agent_config", "max_steps")
+_IDENTITY = (
+    "env", "env_kwargs", "split", "source", "agent", "agent_config", "max_steps", "branches",
+)  # fmt: skip
+#: the value a header written before the field existed means
+_IDENTITY_DEFAULTS: dict[str, Any] = {"branches": 0}
 
 
 class CollectError(SmcplanError, ValueError):
@@ -96,6 +117,7 @@ def _header(
     agent_config: dict[str, Any],
     max_steps: int,
     model: str | None,
+    branches: int | str = 0,
 ) -> dict[str, Any]:
     return {
         "kind": "header",
@@ -109,6 +131,7 @@ def _header(
         "agent": agent,
         "agent_config": agent_config,
         "max_steps": max_steps,
+        "branches": branches,
         "model": model,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
@@ -126,9 +149,10 @@ def _prepare(path: Path, header: dict[str, Any], resume: bool) -> set[str]:
         return set()
     shard = read_shard(path)
     for key in _IDENTITY:
-        if shard.header.get(key) != header.get(key):
+        had = shard.header.get(key, _IDENTITY_DEFAULTS.get(key))
+        if had != header.get(key, _IDENTITY_DEFAULTS.get(key)):
             raise CollectError(
-                f"{path} was collected with {key}={shard.header.get(key)!r}, not "
+                f"{path} was collected with {key}={had!r}, not "
                 f"{header.get(key)!r}; resume with the same settings or write a new --out"
             )
     # the header keeps every seed asked for and, per resume, the commit and seeds it added
@@ -145,7 +169,7 @@ def _prepare(path: Path, header: dict[str, Any], resume: bool) -> set[str]:
         tmp = path.with_suffix(path.suffix + ".tmp")
         with open(tmp, "w", encoding="utf-8") as handle:
             handle.write(json.dumps(merged) + "\n")
-            for t in shard.transitions:
+            for t in shard.transitions + shard.branches:
                 handle.write(json.dumps(t) + "\n")
             for e in shard.episodes.values():
                 handle.write(json.dumps(e) + "\n")
@@ -160,6 +184,40 @@ def _policy(source: str, env: Any, agent: Any) -> Callable[[int, str, list[str],
     return lambda t, obs, actions, info: agent.act(obs, actions, info).action
 
 
+def branch_actions(
+    actions: Sequence[str], taken: str, branches: int | str, seed: int, t: int
+) -> list[str]:
+    """The admissible actions other than ``taken`` to branch on at step ``t`` of episode
+    ``seed``: all of them (``branches="all"``) or a uniform draw of ``branches`` without
+    replacement, seeded by ``(seed, t)`` (the same shard twice gives the same branches)."""
+    others = [a for a in dict.fromkeys(actions) if a != taken]
+    if branches == "all" or int(branches) >= len(others):
+        return others
+    return random.Random(seed * 1_000_003 + t).sample(others, int(branches))
+
+
+def _record(kind: str, name: str, seed: int, t: int, task: str, obs: str, action: str,
+            result: Any, facts: list, actions: list[str]) -> dict[str, Any]:  # fmt: skip
+    nxt, reward, done, next_info = result
+    next_info = dict(next_info or {})
+    return {
+        "kind": kind,
+        "episode": _episode_id(name, seed),
+        "seed": seed,
+        "t": t,
+        "task": task,
+        "observation": obs,
+        "action": action,
+        "next_observation": nxt,
+        "reward": float(reward or 0.0),
+        "done": bool(done),
+        "won": bool(next_info.get("won", False)),
+        "score": float(next_info.get("score", 0.0) or 0.0),
+        "facts": facts,
+        "admissible": actions,
+    }
+
+
 def _play(
     env: Any,
     name: str,
@@ -168,6 +226,7 @@ def _play(
     agent: Any,
     max_steps: int,
     write: Callable[[dict[str, Any]], None],
+    branches: int | str = 0,
 ) -> tuple[int, bool, float]:
     from smcplan.memory import KnowledgeGraph
 
@@ -186,28 +245,19 @@ def _play(
     for t in range(max_steps):
         facts = [list(f.as_tuple()) for f in kg.retrieve(task, 2, last_observation=obs, limit=24)]
         action = policy(t, obs, actions, info)
+        if branches:
+            for other in branch_actions(actions, action, branches, seed, t):
+                twin = env.clone()
+                try:
+                    result = twin.step(other)
+                finally:
+                    twin.close()
+                write(_record("branch", name, seed, t, task, obs, other, result, facts, actions))
         result = env.step(action)
-        nxt, reward, done, next_info = result
+        nxt, _reward, done, next_info = result
         next_info = dict(next_info or {})
         won = bool(next_info.get("won", False))
-        write(
-            {
-                "kind": "transition",
-                "episode": _episode_id(name, seed),
-                "seed": seed,
-                "t": t,
-                "task": task,
-                "observation": obs,
-                "action": action,
-                "next_observation": nxt,
-                "reward": float(reward or 0.0),
-                "done": bool(done),
-                "won": won,
-                "score": float(next_info.get("score", 0.0) or 0.0),
-                "facts": facts,
-                "admissible": actions,
-            }
-        )
+        write(_record("transition", name, seed, t, task, obs, action, result, facts, actions))
         steps = t + 1
         kg.observe(nxt, action, env_kind=name, step=t + 1)
         obs, info = nxt, next_info
@@ -234,18 +284,26 @@ def collect(
     model: str | None = None,
     resume: bool = False,
     progress: bool = True,
+    branches: int | str = 0,
 ) -> CollectResult:
     """Play ``seeds`` of ``env`` with ``source``'s policy and append them to the shard ``out``.
 
     ``model``: the language model of an LLM agent (registry name or folder); the oracle needs
     none and gets the tiny test model, which it never calls (its proposal is uniform and its
-    twist reads the simulator).
+    twist reads the simulator).  ``branches``: 0 (none), ``K`` or ``"all"`` counterfactual
+    steps per state (module docstring); the environment must support ``clone()``.
     """
     from smcplan import agents, envs
 
     if source not in SOURCES:
         raise InvalidArgumentError(f"unknown source {source!r}; known: {', '.join(SOURCES)}")
     max_steps = check_int(max_steps, "max_steps", minimum=1)
+    if branches != "all":
+        if isinstance(branches, str):
+            raise InvalidArgumentError(
+                f"branches must be an integer >= 0 or 'all'; got {branches!r}"
+            )
+        branches = check_int(branches, "branches", minimum=0)
     seeds = [check_int(s, "seed", minimum=0) for s in seeds]
     if not seeds:
         raise InvalidArgumentError("seeds is empty; give at least one episode seed")
@@ -276,9 +334,15 @@ def collect(
             from smcplan.llm.testing import tiny_model
 
             lm = tiny_model() if source == "oracle" and model is None else load_model(model)
+        if branches and not callable(getattr(handle_env, "clone", None)):
+            raise InvalidArgumentError(
+                f"branches={branches!r} needs an environment that can clone itself; {env!r} "
+                "cannot: collect with branches=0"
+            )
         header = _header(
-            env, env_kwargs, split, seeds, source, agent, agent_config, max_steps, model
-        )
+            env, env_kwargs, split, seeds, source, agent, agent_config, max_steps, model,
+            branches,
+        )  # fmt: skip
         done_ids = _prepare(path, header, resume)
         todo = [s for s in seeds if _episode_id(env, s) not in done_ids]
         from tqdm import tqdm
@@ -297,7 +361,9 @@ def collect(
                     if agents.spec(agent).seed:
                         opts["seed"] = seed
                     actor = agents.make(agent, lm=lm, **opts)
-                steps, won, score = _play(handle_env, env, seed, source, actor, max_steps, write)
+                steps, won, score = _play(
+                    handle_env, env, seed, source, actor, max_steps, write, branches
+                )
                 write(
                     {
                         "kind": "episode",

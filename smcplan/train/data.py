@@ -7,8 +7,13 @@ A **shard** (written by :mod:`smcplan.train.collect`) is one JSON object per lin
 * ``{"kind": "transition", "episode", "seed", "t", "task", "observation", "action",
   "next_observation", "reward", "done", "won", "score", "facts"}``: one real step, ``facts`` the
   retrieved knowledge-graph facts ``[[s, p, o], ...]`` before the action;
+* ``{"kind": "branch", ...}``, the same fields as a transition: a counterfactual step, another
+  admissible action taken from the same state on a clone of the environment (``collect(...,
+  branches=K)``), so that a world model also sees the outcomes of the actions the policy did
+  not take (failed moves, closed doors, no-ops); the episode goes on from the real step;
 * ``{"kind": "episode", "episode", "seed", "won", "score", "steps"}``: the episode finished;
-  transitions of an episode without this line are an interrupted episode (dropped on resume).
+  transitions and branches of an episode without this line are an interrupted episode (dropped
+  on resume).
 
 An **example file** holds ``{"prompt", "completion"}`` objects (the SFT input).
 
@@ -77,11 +82,13 @@ class DatasetLineError(SmcplanError, ValueError):
 
 @dataclass
 class Shard:
-    """A read shard: its ``header``, the ``transitions`` of finished episodes, the ``episodes``
-    (end lines by id) and the ``partial`` transitions of an unfinished episode."""
+    """A read shard: its ``header``, the ``transitions`` and counterfactual ``branches`` of
+    finished episodes, the ``episodes`` (end lines by id) and the ``partial`` transitions of an
+    unfinished episode."""
 
     header: dict[str, Any]
     transitions: list[dict[str, Any]] = field(default_factory=list)
+    branches: list[dict[str, Any]] = field(default_factory=list)
     episodes: dict[str, dict[str, Any]] = field(default_factory=dict)
     partial: list[dict[str, Any]] = field(default_factory=list)
 
@@ -145,6 +152,7 @@ def read_shard(path: str | os.PathLike[str]) -> Shard:
     p = Path(path)
     shard: Shard | None = None
     open_: dict[str, list[dict[str, Any]]] = {}
+    open_branches: dict[str, list[dict[str, Any]]] = {}
     for number, obj in iter_objects(p):
         kind = obj.get("kind")
         if shard is None:
@@ -161,16 +169,20 @@ def read_shard(path: str | os.PathLike[str]) -> Shard:
         if kind == "transition":
             _check(p, number, obj, TRANSITION_FIELDS, "transition")
             open_.setdefault(obj["episode"], []).append(obj)
+        elif kind == "branch":
+            _check(p, number, obj, TRANSITION_FIELDS, "branch")
+            open_branches.setdefault(obj["episode"], []).append(obj)
         elif kind == "episode":
             _check(p, number, obj, EPISODE_FIELDS, "episode")
             shard.episodes[obj["episode"]] = obj
             shard.transitions += open_.pop(obj["episode"], [])
+            shard.branches += open_branches.pop(obj["episode"], [])
         else:
             raise DatasetLineError(
                 p,
                 number,
                 f"unknown record kind {kind!r}",
-                "kind must be 'transition' or 'episode' after the header",
+                "kind must be 'transition', 'branch' or 'episode' after the header",
             )
     if shard is None:
         raise DatasetLineError(

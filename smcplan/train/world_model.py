@@ -44,6 +44,7 @@ __all__ = [
     "world_model_examples",
     "token_f1",
     "exact_match",
+    "observation_event",
     "WorldModelScore",
     "evaluate_world_model",
     "train_world_model",
@@ -76,16 +77,24 @@ def context_text(
 
 
 def world_model_examples(
-    transitions: Iterable[dict[str, Any]], depths: Sequence[int] = (0,)
+    transitions: Iterable[dict[str, Any]],
+    depths: Sequence[int] = (0,),
+    branches: Iterable[dict[str, Any]] = (),
 ) -> list[dict[str, Any]]:
     """SFT examples ``{"prompt": messages, "completion": next observation, "episode", "t",
-    "depth"}`` from shard transitions (one per transition and depth ``d`` with ``t >= d``)."""
+    "depth", "branch"}`` from shard transitions (one per transition and depth ``d`` with
+    ``t >= d``) and counterfactual ``branches`` (:mod:`smcplan.train.collect`): a branch at step
+    ``t`` has the context of the real path up to ``t`` (root ``d`` real steps back) and the
+    branch's own action and next observation."""
     from smcplan.llm.templates import load_role
 
     role = load_role("observation")
     by_episode: dict[str, list[dict[str, Any]]] = {}
     for tr in transitions:
         by_episode.setdefault(tr["episode"], []).append(tr)
+    branched: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for br in branches:
+        branched.setdefault((br["episode"], br["t"]), []).append(br)
     out = []
     for episode, rows in by_episode.items():
         rows = sorted(rows, key=lambda r: r["t"])
@@ -96,16 +105,33 @@ def world_model_examples(
                 root = rows[i - d]
                 steps = [(r["action"], r["next_observation"]) for r in rows[i - d : i]]
                 context = context_text(root["task"], root["facts"], root["observation"], steps)
-                out.append(
-                    {
-                        "prompt": role.messages(context=context, action=tr["action"]),
-                        "completion": " ".join(tr["next_observation"].split()),
-                        "episode": episode,
-                        "t": tr["t"],
-                        "depth": d,
-                    }
-                )
+                for step, is_branch in [(tr, False)] + [
+                    (br, True) for br in branched.get((episode, tr["t"]), [])
+                ]:
+                    out.append(
+                        {
+                            "prompt": role.messages(context=context, action=step["action"]),
+                            "completion": " ".join(step["next_observation"].split()),
+                            "episode": episode,
+                            "t": tr["t"],
+                            "depth": d,
+                            "branch": is_branch,
+                            "action": step["action"],
+                        }
+                    )
     return out
+
+
+def observation_event(observation: str, action: str | None = None) -> tuple[Any, ...]:
+    """What a planner's twist reads from an observation (:mod:`smcplan.planning.seen`): the
+    place it puts the agent in (``None``: it names none), whether it is a failure or no-op
+    reply, and the room an opened door reveals (``None``: none)."""
+    from smcplan.planning.places import revealed_place
+    from smcplan.planning.seen import looks_failed, place_and_entities
+
+    text = " ".join(str(observation).split())
+    place, _names = place_and_entities(text, action)
+    return (place, looks_failed(text), revealed_place(text))
 
 
 def _tokens(text: str) -> list[str]:
@@ -128,7 +154,9 @@ def token_f1(prediction: str, truth: str) -> float:
 
 @dataclass
 class WorldModelScore:
-    """Exact match and token F1 over ``n`` held-out examples (with 95 % intervals)."""
+    """Exact match, token F1 and event match over ``n`` held-out examples (95 % intervals);
+    ``event``: the fraction whose prediction reads as the same :func:`observation_event` as the
+    truth (what the planner's twists see), over all examples and over the branches alone."""
 
     n: int
     exact: float
@@ -137,6 +165,10 @@ class WorldModelScore:
     f1_ci: tuple[float, float]
     seconds: float
     predictions: list[dict[str, Any]]
+    event: float = float("nan")
+    event_ci: tuple[float, float] = (float("nan"), float("nan"))
+    branches: int = 0
+    branch_event: float = float("nan")
 
     def to_dict(self, with_predictions: bool = False) -> dict[str, Any]:
         out = asdict(self)
@@ -179,6 +211,9 @@ def evaluate_world_model(
                     "prediction": text,
                     "exact": exact_match(text, ex["completion"]),
                     "f1": token_f1(text, ex["completion"]),
+                    "event": observation_event(text, ex.get("action"))
+                    == observation_event(ex["completion"], ex.get("action")),
+                    "branch": bool(ex.get("branch", False)),
                 }
             )
     n = len(preds)
@@ -187,9 +222,13 @@ def evaluate_world_model(
     mean = sum(f1s) / n
     sd = math.sqrt(sum((f - mean) ** 2 for f in f1s) / (n - 1)) if n > 1 else 0.0
     half = Z_95 * sd / math.sqrt(n)
+    events = sum(p["event"] for p in preds)
+    on_branches = [p["event"] for p in preds if p["branch"]]
     return WorldModelScore(
         n, k / n, wilson_interval(k, n), mean, (mean - half, mean + half),
-        time.perf_counter() - t0, preds,
+        time.perf_counter() - t0, preds, events / n, wilson_interval(events, n),
+        len(on_branches),
+        sum(on_branches) / len(on_branches) if on_branches else float("nan"),
     )
 
 
@@ -204,20 +243,23 @@ def train_world_model(
     max_examples: int | None = None,
     resume: bool = False,
     seed: int = 0,
+    init_adapter: str | Path | None = None,
 ) -> dict[str, Any]:
-    """Build examples from ``shards``, fine-tune ``model`` (default SmolLM2) with
-    :func:`smcplan.llm.finetune.train_sft`, and write ``<out>/train.json`` (what was trained,
-    on what, how long).  ``lora``: ``"default"`` (r=16, alpha=32), a
-    :class:`~smcplan.llm.finetune.LoraSettings`, or ``None`` (full fine-tune)."""
+    """Build examples from ``shards`` (their transitions and branches), fine-tune ``model``
+    (default SmolLM2) with :func:`smcplan.llm.finetune.train_sft`, and write
+    ``<out>/train.json`` (what was trained, on what, how long).  ``lora``: ``"default"`` (r=16,
+    alpha=32), a :class:`~smcplan.llm.finetune.LoraSettings`, or ``None`` (full fine-tune);
+    ``init_adapter``: continue an earlier run's adapter (``DIR/adapter``) on these examples."""
 
     from smcplan.llm.finetune import LoraSettings, SFTSettings, sft_dataset, train_sft
 
-    transitions, headers = [], []
+    transitions, branches, headers = [], [], []
     for shard in shards:
         read = read_shard(shard)
         transitions += read.transitions
+        branches += read.branches
         headers.append({"path": str(shard), **read.header})
-    examples = world_model_examples(transitions, depths)
+    examples = world_model_examples(transitions, depths, branches)
     examples, out = subsample_and_save(examples, max_examples, seed, out)
     lora = LoraSettings() if lora == "default" else lora
     result = train_sft(
@@ -227,10 +269,11 @@ def train_world_model(
         settings or SFTSettings(seed=seed),
         lora=lora,
         resume=resume,
+        init_adapter=init_adapter,
     )
     return write_sft_manifest(
         out, "world-model", model, result, examples, headers,
-        transitions=len(transitions), depths=list(depths),
+        transitions=len(transitions), branches=len(branches), depths=list(depths),
     )  # fmt: skip
 
 
@@ -238,7 +281,8 @@ def run(request: Any) -> dict[str, Any]:
     """``smcplan train world-model``: the registry entry (:class:`~smcplan.train.registry.
     TrainRequest`; options ``depths`` (list of ints, default [0, 1]), ``max_examples``,
     ``full`` (true: full fine-tune instead of LoRA), ``lora_r``, ``lora_alpha``,
-    ``max_length``, ``grad_accum``, ``scheduler``, ``threads``)."""
+    ``max_length``, ``grad_accum``, ``scheduler``, ``threads``, ``warmup_steps``,
+    ``init_adapter`` (an adapter folder to continue))."""
     from smcplan.errors import check_options
     from smcplan.llm.finetune import LoraSettings, SFTSettings
 
@@ -257,6 +301,7 @@ def run(request: Any) -> dict[str, Any]:
             "scheduler",
             "threads",
             "warmup_steps",
+            "init_adapter",
         },
     )
     if not request.data:
@@ -296,4 +341,5 @@ def run(request: Any) -> dict[str, Any]:
         max_examples=opts.get("max_examples"),
         resume=request.resume,
         seed=request.seed,
+        init_adapter=opts.get("init_adapter"),
     )

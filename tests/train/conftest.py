@@ -22,8 +22,13 @@ OBS = [
 ACTIONS = ["move west", "take coin"]
 
 
-def write_shard(path, episodes=(10000,), partial=None):
-    """A valid shard with one two-step episode per seed (and a torn episode ``partial``)."""
+#: a counterfactual step from the first state (``write_shard(..., branches=True)``)
+BRANCH = ("move east", "You can't move there, the door is closed.")
+
+
+def write_shard(path, episodes=(10000,), partial=None, branches=False):
+    """A valid shard with one two-step episode per seed (and a torn episode ``partial``);
+    ``branches``: each episode also records :data:`BRANCH` at its first state."""
     from smcplan.train.data import SHARD_SCHEMA
 
     lines = [{"kind": "header", "schema": SHARD_SCHEMA, "env": "twx:coin", "seeds": list(episodes)}]
@@ -46,6 +51,19 @@ def write_shard(path, episodes=(10000,), partial=None):
                     "facts": [["agent", "in", "kitchen" if t == 0 else "hallway"]],
                 }
             )
+            if branches and t == 0:
+                lines.append(
+                    {
+                        **lines[-1],
+                        "kind": "branch",
+                        "action": BRANCH[0],
+                        "next_observation": BRANCH[1],
+                        "reward": 0.0,
+                        "done": False,
+                        "won": False,
+                        "score": 0.0,
+                    }
+                )
         if seed != partial:
             lines.append(
                 {

@@ -99,3 +99,53 @@ def test_a_refused_request_writes_no_shard(tmp_path, kwargs, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         collect("twx:coin", out=out, source="oracle", max_steps=2, progress=False, **kwargs)
     assert not out.exists()
+
+
+def test_branches_record_every_other_action_from_each_state(tmp_path):
+    """branches="all": at each state, every admissible action but the policy's is taken once
+    on a clone; the real episode is the one a clone-free run records, and a clone step is what
+    the real environment answers to that action."""
+    from smcplan.envs import make
+
+    out = tmp_path / "branched.jsonl"
+    result = collect(
+        "twx:coin", [1], out, source="gold", split="train", max_steps=4,
+        branches="all", progress=False,
+    )  # fmt: skip
+    shard = read_shard(out)
+    assert shard.header["branches"] == "all" and result.transitions == 4
+    steps, branches = shard.transitions, shard.branches
+    assert [t["t"] for t in steps] == [0, 1, 2, 3]
+    for t in steps:
+        taken = {b["action"] for b in branches if b["t"] == t["t"]}
+        assert taken == set(t["admissible"]) - {t["action"]}
+        assert all(b["observation"] == t["observation"] for b in branches if b["t"] == t["t"])
+    env = make("twx:coin", split="train")
+    try:
+        env.reset(1)
+        for t in steps[:2]:
+            for b in (b for b in branches if b["t"] == t["t"]):
+                twin = env.clone()
+                assert twin.step(b["action"])[0] == b["next_observation"]
+                twin.close()
+            assert env.step(t["action"])[0] == t["next_observation"]
+    finally:
+        env.close()
+    # K branches: a seeded draw of K of the others; a resume must ask for the same K
+    few = tmp_path / "few.jsonl"
+    collect("twx:coin", [1], few, source="gold", split="train", max_steps=2, branches=2,
+            progress=False)  # fmt: skip
+    assert [sum(b["t"] == t for b in read_shard(few).branches) for t in (0, 1)] == [2, 2]
+    with pytest.raises(CollectError, match="branches=2, not 0"):
+        collect("twx:coin", [1], few, source="gold", split="train", max_steps=2,
+                resume=True, progress=False)  # fmt: skip
+
+
+@pytest.mark.parametrize("branches", [-1, "some", 1.5])
+def test_a_bad_branches_value_names_the_argument(tmp_path, branches):
+    from smcplan.errors import SmcplanError
+
+    with pytest.raises(SmcplanError, match="branches"):
+        collect("twx:coin", [1], tmp_path / "x.jsonl", source="gold", split="train",
+                branches=branches, progress=False)  # fmt: skip
+    assert not (tmp_path / "x.jsonl").exists()

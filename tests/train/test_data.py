@@ -27,6 +27,24 @@ def test_a_valid_shard_reads_back_with_the_torn_episode_apart(tmp_path):
     assert {t["episode"] for t in shard.partial} == {"twx:coin/3"}
 
 
+def test_branches_read_apart_from_the_transitions(tmp_path):
+    """Counterfactual branches are kept out of ``transitions`` (the critic and the cold start
+    read real paths only), and those of a torn episode are dropped with it."""
+    shard = read_shard(write_shard(tmp_path / "b.jsonl", episodes=(1,), partial=3, branches=True))
+    assert len(shard.transitions) == 2 and [b["episode"] for b in shard.branches] == ["twx:coin/1"]
+    assert shard.branches[0]["action"] == "move east" and shard.branches[0]["t"] == 0
+    bad = tmp_path / "bad.jsonl"
+    lines = (tmp_path / "b.jsonl").read_text().splitlines()
+    number = next(i for i, line in enumerate(lines, 1) if '"branch"' in line)
+    obj = json.loads(lines[number - 1])
+    del obj["facts"]
+    lines[number - 1] = json.dumps(obj)
+    bad.write_text("\n".join(lines) + "\n")
+    message = f"bad.jsonl:{number}: branch lacks the field 'facts'"
+    with pytest.raises(DatasetLineError, match=message):
+        read_shard(bad)
+
+
 def _not_an_object(text: str) -> bool:
     if not text.strip():
         return False  # blank lines are skipped, not errors

@@ -49,6 +49,11 @@ def test_a_registered_trainer_whose_module_is_missing_is_a_typed_error(monkeypat
         ),
         (["world-model", "--out", "x"], "world-model needs --data SHARD"),
         (
+            ["collect", "--env", "twx:coin", "--seeds", "1", "--out", "s", "--branches", "-2"],
+            "--branches: expected an integer >= 0 or 'all', got '-2'",
+        ),
+        (["evaluate", "--data", "d.jsonl", "--sample", "0"], "--sample: must be an integer >= 1"),
+        (
             ["world-model", "--out", "x", "--data", "d.jsonl", "--opt", "lr2=1"],
             "unknown option 'lr2' for trainer 'world-model'",
         ),
@@ -59,6 +64,32 @@ def test_bad_flags_exit_2_with_one_line(argv, needle, capsys, tmp_path, monkeypa
     assert train_main(argv) == 2
     err = capsys.readouterr().err
     assert needle in err and err.count("\n") == 1, err
+
+
+def test_evaluate_scores_a_seeded_sample_with_its_branches(tmp_path, capsys):
+    """``smcplan train evaluate --branches --sample K``: K examples drawn from the transitions
+    and branches (the tiny model: the numbers are the metrics' own, not a quality claim)."""
+    import json
+
+    from smcplan.llm.testing import tiny_model_path
+
+    from .conftest import write_shard
+
+    data = write_shard(tmp_path / "s.jsonl", episodes=(1, 2), branches=True)
+    out = tmp_path / "score.json"
+    argv = ["evaluate", "--data", str(data), "--model", str(tiny_model_path(0)), "--branches",
+            "--sample", "3", "--seed", "1", "--max-new-tokens", "4", "--no-progress"]  # fmt: skip
+    assert train_main([*argv, "--out", str(out)]) == 0
+    body = json.loads(out.read_text())
+    assert body["n"] == 3 and body["with_branches"] is True and body["sample"] == 3
+    assert body["branches"] == sum(p["branch"] for p in body["predictions"])
+    assert len(body["predictions"]) == 3
+    assert body["event"] == sum(p["event"] for p in body["predictions"]) / 3
+    assert "event=" in capsys.readouterr().out
+    # the same seed draws the same examples
+    assert train_main([*argv, "--out", str(tmp_path / "again.json")]) == 0
+    again = json.loads((tmp_path / "again.json").read_text())
+    assert [p["truth"] for p in again["predictions"]] == [p["truth"] for p in body["predictions"]]
 
 
 def test_the_main_cli_delegates_train(capsys):

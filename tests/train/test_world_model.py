@@ -11,12 +11,13 @@ from smcplan.train.data import read_shard
 from smcplan.train.world_model import (
     context_text,
     exact_match,
+    observation_event,
     token_f1,
     train_world_model,
     world_model_examples,
 )
 
-from .conftest import ACTIONS, OBS, TASK
+from .conftest import ACTIONS, BRANCH, OBS, TASK, write_shard
 
 
 def test_the_context_is_the_planner_particles_own():
@@ -43,6 +44,32 @@ def test_examples_are_the_observation_roles_prompt(shard):
     context = context_text(TASK, first["facts"], OBS[0], [(ACTIONS[0], OBS[1])])
     assert deep["prompt"] == load_role("observation").messages(context=context, action=ACTIONS[1])
     assert deep["completion"] == OBS[2]
+
+
+def test_a_branch_is_an_example_in_its_states_context(tmp_path):
+    from smcplan.llm.templates import load_role
+
+    read = read_shard(write_shard(tmp_path / "b.jsonl", episodes=(1,), branches=True))
+    examples = world_model_examples(read.transitions, (0, 1), read.branches)
+    # the branch is at t = 0, so it has a depth-0 example only: 2 + 1 real, 1 branch
+    assert [(ex["t"], ex["depth"], ex["branch"]) for ex in examples] == [
+        (0, 0, False), (0, 0, True), (1, 0, False), (1, 1, False)
+    ]  # fmt: skip
+    branch = examples[1]
+    context = context_text(TASK, read.transitions[0]["facts"], OBS[0])
+    assert branch["prompt"] == load_role("observation").messages(context=context, action=BRANCH[0])
+    assert branch["completion"] == BRANCH[1] and branch["action"] == BRANCH[0]
+
+
+def test_the_event_is_what_the_twists_read():
+    assert observation_event(OBS[1], "move west") == ("hallway", False, None)
+    assert observation_event(BRANCH[1], BRANCH[0]) == (None, True, None)
+    opened = "You open the wood door, revealing the laundry room. "
+    assert observation_event(opened, "open door to north") == (None, False, "laundry room")
+    # a prediction that names the room but not the failure is a different event
+    assert observation_event("You are in the kitchen.", "move east") != observation_event(
+        BRANCH[1], BRANCH[0]
+    )
 
 
 def test_exact_match_and_token_f1():
