@@ -21,11 +21,11 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from smcplan.errors import check_float, check_int
+from smcplan.errors import InvalidArgumentError, check_float, check_int
 from smcplan.llm.finetune.lora import FinetuneError, LoraSettings, lora_config, require
 
 if TYPE_CHECKING:
@@ -183,12 +183,16 @@ def train_sft(
     lora: LoraSettings | None = LoraSettings(),  # noqa: B008 (frozen dataclass)
     resume: bool = False,
     callbacks: Sequence[Any] = (),
+    init_adapter: str | os.PathLike[str] | None = None,
 ) -> SFTResult:
     """Fine-tune ``model`` (a registry name, ``None`` = packaged SmolLM2, or a transformers
     folder) on ``dataset`` (:func:`sft_dataset`) with TRL's ``SFTTrainer``.
 
     ``lora``: LoRA settings (PEFT), or ``None`` for a full fine-tune.  ``resume``: continue from
     the last checkpoint under ``<out>/checkpoints`` (a fresh start when there is none).
+    ``init_adapter``: a PEFT adapter folder to start from: training goes on from its weights
+    and its LoRA configuration (``lora`` must not be ``None``; the manifest records the
+    adapter's own settings), e.g. on new data.
     """
     require("trl", "peft", "datasets")
     import torch
@@ -202,6 +206,30 @@ def train_sft(
         torch.set_num_threads(check_int(s.threads, "threads", minimum=1))
     set_seed(s.seed)  # the adapter's initial A matrices are drawn from the global torch RNG
     weights, tokenizer = _load(model, "float32")
+    peft_config = lora_config(lora) if lora is not None else None
+    if init_adapter is not None:
+        from peft import PeftModel
+
+        if lora is None:
+            raise InvalidArgumentError(
+                "init_adapter continues a LoRA adapter; a full fine-tune (lora=None) cannot "
+                "start from one: pass lora settings or drop init_adapter"
+            )
+        if not (Path(init_adapter) / "adapter_config.json").is_file():
+            raise InvalidArgumentError(
+                f"init_adapter {os.fspath(init_adapter)!r} is not a PEFT adapter folder (no "
+                "adapter_config.json); pass DIR/adapter of an earlier training run"
+            )
+        weights = PeftModel.from_pretrained(weights, os.fspath(init_adapter), is_trainable=True)
+        peft_config = None
+        found = weights.peft_config["default"]
+        lora = replace(
+            lora,
+            r=int(found.r),
+            alpha=int(found.lora_alpha),
+            dropout=float(found.lora_dropout),
+            target_modules=tuple(sorted(found.target_modules)),
+        )
     config = SFTConfig(
         output_dir=str(out / "checkpoints"),
         learning_rate=s.learning_rate,
@@ -235,7 +263,7 @@ def train_sft(
         args=config,
         train_dataset=dataset,
         processing_class=tokenizer,
-        peft_config=lora_config(lora) if lora is not None else None,
+        peft_config=peft_config,
         callbacks=list(callbacks),
     )
     start = last_checkpoint(out) if resume else None
@@ -252,7 +280,11 @@ def train_sft(
         losses=losses,
         seconds=seconds,
         resumed_from=start,
-        settings={**asdict(s), "lora": lora.to_dict() if lora is not None else None},
+        settings={
+            **asdict(s),
+            "lora": lora.to_dict() if lora is not None else None,
+            "init_adapter": os.fspath(init_adapter) if init_adapter is not None else None,
+        },
     )
 
 
