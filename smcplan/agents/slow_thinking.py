@@ -80,15 +80,20 @@ class SlowThinker:
             if proposer is None and cfg.proposal == "lm":
                 proposer = ActionProposal(lm, temperature=1.0, think=False)
             if observation_model is None and cfg.world_model is WorldModelKind.LM:
-                observation_model = ObservationModel(lm, max_new_tokens=cfg.observation_tokens)
+                observation_model = ObservationModel(
+                    lm,
+                    temperature=float(cfg.observation_temperature),
+                    max_new_tokens=cfg.observation_tokens,
+                )
             if progress_model is None and "lm" in parse_progress(cfg.progress):
                 progress_model = ProgressModel(lm)
         if observation_model is None and cfg.world_model is WorldModelKind.LEARNED:
             from smcplan.planning.learned import learned_observation_model
 
             observation_model = learned_observation_model(
-                cfg.world_model_path, cfg.observation_tokens, like=lm
-            )
+                cfg.world_model_path, cfg.observation_tokens, like=lm,
+                temperature=cfg.observation_temperature,
+            )  # fmt: skip
         self.proposer = proposer
         self.observation_model = observation_model
         self.progress_model = progress_model

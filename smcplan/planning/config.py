@@ -101,6 +101,9 @@ class PlannerConfig(Settings):
     ``world_model="learned"``);
     ``progress`` (:data:`PROGRESS` or a ``+``-sum, ``"lm"``); ``proposal`` (:data:`PROPOSALS`,
     ``"lm"``); ``observation_tokens`` bounds each predicted observation of the LM world model;
+    ``observation_temperature`` (1.0) is the temperature the LM and learned world models sample
+    each imagined observation at (1: the model's own distribution; 0: greedy, one imagined
+    future per action; a small model's tail at 1 is often off-topic text);
     ``rollouts`` M (0: off), ``rollout_steps`` R (25) and ``rollout_discount`` :math:`\gamma`
     (0.95): the ``env`` twist's Monte Carlo leaf value at step H, M rollouts of at most R steps
     on clones of each particle's environment, ``rollout_policy`` ``"uniform"`` or ``"untried"``
@@ -123,6 +126,7 @@ class PlannerConfig(Settings):
     progress: str = "lm"
     proposal: str = "lm"
     observation_tokens: int = 32
+    observation_temperature: float = 1.0
     rollouts: int = 0
     rollout_steps: int = 25
     rollout_discount: float = 0.95
@@ -164,6 +168,15 @@ class PlannerConfig(Settings):
             )
         parse_progress(self.progress)
         _check_int("observation_tokens", self.observation_tokens, 1)
+        temp = self.observation_temperature
+        if (
+            isinstance(temp, bool)
+            or not isinstance(temp, (int, float))
+            or not 0.0 <= float(temp) < float("inf")
+        ):
+            raise PlanningError(
+                f"observation_temperature must be a finite number >= 0 (0: greedy); got {temp!r}"
+            )
         _check_int("rollouts", self.rollouts, 0)
         _check_int("rollout_steps", self.rollout_steps, 1)
         g = self.rollout_discount

@@ -40,10 +40,12 @@ def learned_lm(path: str, threads: int | None = None) -> Any:
     return _load(os.path.abspath(os.path.expanduser(path)), threads)
 
 
-def learned_observation_model(path: str, max_new_tokens: int, like: Any = None) -> Any:
-    """An :class:`smcplan.llm.ObservationModel` on the learned model (``like``: the agent's
-    model, whose CPU thread setting it copies)."""
+def learned_observation_model(
+    path: str, max_new_tokens: int, like: Any = None, temperature: float = 1.0
+) -> Any:
+    """An :class:`smcplan.llm.ObservationModel` on the learned model sampling at
+    ``temperature`` (``like``: the agent's model, whose CPU thread setting it copies)."""
     from smcplan.llm import ObservationModel
 
     lm = learned_lm(path, getattr(like, "threads", None))
-    return ObservationModel(lm, max_new_tokens=max_new_tokens)
+    return ObservationModel(lm, temperature=float(temperature), max_new_tokens=max_new_tokens)

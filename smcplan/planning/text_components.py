@@ -145,8 +145,9 @@ def build_text_planner(
         from smcplan.planning.learned import learned_observation_model
 
         observation_model = learned_observation_model(
-            cfg.world_model_path, cfg.observation_tokens, like=lm
-        )
+            cfg.world_model_path, cfg.observation_tokens, like=lm,
+            temperature=cfg.observation_temperature,
+        )  # fmt: skip
     needs_lm = (
         (cfg.proposal == "lm" and proposer is None)
         or (not simulated and observation_model is None)
@@ -165,7 +166,9 @@ def build_text_planner(
             proposer = proposer or ActionProposal(lm, temperature=1.0, think=False)
         if not simulated:
             observation_model = observation_model or ObservationModel(
-                lm, max_new_tokens=cfg.observation_tokens
+                lm,
+                temperature=float(cfg.observation_temperature),
+                max_new_tokens=cfg.observation_tokens,
             )
         if wants_lm_progress:
             progress_model = progress_model or ProgressModel(lm)

@@ -67,6 +67,21 @@ def test_without_a_graph_particles_carry_the_observation_and_their_imagined_step
     assert all(len(p.steps) == 1 and p.steps[0][0] in ADMISSIBLE for p in result.particles)
 
 
+def test_greedy_imagined_observations_are_one_future_per_action(tiny_lm):
+    """observation_temperature=0: the world model decodes greedily, so two particles that take
+    the same first action imagine the same observation (at 1 they are free to differ)."""
+    thinker = SlowThinker(
+        tiny_lm, num_particles=6, horizon=1, observation_tokens=8, observation_temperature=0.0
+    )
+    assert thinker.observation_model.temperature == 0.0
+    result = thinker(Context("take the key 1", OBS), None, ADMISSIBLE[:2], seed=3)
+    seen = {}
+    for p in result.particles:
+        (action, observation), = p.steps
+        assert seen.setdefault(action, observation) == observation
+    assert SlowThinker(tiny_lm).observation_model.temperature == 1.0
+
+
 def test_the_same_seed_gives_the_same_plan(tiny_lm):
     thinker = SlowThinker(tiny_lm, num_particles=3, horizon=1, observation_tokens=8)
     root = Context("take the key 1", OBS)

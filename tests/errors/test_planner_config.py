@@ -26,3 +26,14 @@ def test_any_rollout_setting_is_valid_or_a_typed_error(field, value):
         assert 0.0 < float(out.rollout_discount) <= 1.0
     else:
         assert field in str(out)
+
+
+@settings(max_examples=60, deadline=None)
+@given(bad_scalar)
+def test_any_observation_temperature_is_valid_or_a_typed_error(value):
+    ok, out = call(PlannerConfig.from_options, observation_temperature=value)
+    if ok:
+        t = float(out.observation_temperature)
+        assert 0.0 <= t < float("inf") and not isinstance(out.observation_temperature, bool)
+    else:
+        assert "observation_temperature" in str(out)
