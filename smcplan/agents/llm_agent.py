@@ -82,7 +82,8 @@ class LLMAgent:
       failed trial and keep the last 3).
     * ``notes() -> list[str]`` — extra lines shown to every role through
       :meth:`context` (Reflexion's carried-over reflections).
-    * ``register_lm(lm)`` — count the usage of a further language model (e.g. a separate critic).
+    * ``register_lm(lm)`` — count the usage of a further language model (e.g. a separate critic);
+      ``language_models()`` lists them all.
 
     **Helpers** for ``decide``:
 
@@ -333,6 +334,11 @@ class LLMAgent:
     def register_lm(self, lm: LanguageModel) -> None:
         """Count ``lm``'s usage in the step records too (each model object counted once)."""
         self._meter.add(lm)
+
+    def language_models(self) -> list[LanguageModel]:
+        """Every language model the agent calls (its own and the registered ones, each once):
+        the harness sums their usage into each step's LLM calls and tokens."""
+        return self._meter.models
 
     # ------------------------------------------------------------------ helpers
     @property

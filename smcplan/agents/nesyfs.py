@@ -254,6 +254,9 @@ class NeSyFSAgent(LLMAgent):
                 shortlist=self.shown_actions,
             )
         self.slow_thinker = slow_thinker
+        world = getattr(getattr(slow_thinker, "observation_model", None), "lm", None)
+        if world is not None:
+            self.register_lm(world)  # the learned world model is a model of its own
         self._seen = Seen()
 
     # ------------------------------------------------------------------ the simulator

@@ -139,6 +139,11 @@ class UsageMeter:
         if lm is not None and hasattr(lm, "usage") and all(lm is not x for x in self._lms):
             self._lms.append(lm)
 
+    @property
+    def models(self) -> list[Any]:
+        """The language-model objects counted, in the order added."""
+        return list(self._lms)
+
     def snapshot(self) -> dict[str, int]:
         total = dict.fromkeys(USAGE_KEYS, 0)
         for lm in self._lms:

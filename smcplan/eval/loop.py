@@ -78,6 +78,29 @@ def usage_delta(before: dict[str, int] | None, lm: LanguageModel | None) -> dict
     return {k: int(after.get(k, 0)) - int(before.get(k, 0)) for k in after}
 
 
+def agent_models(agent: Any, lm: LanguageModel | None) -> list[Any]:
+    """``lm`` and every further model the agent calls (``agent.language_models()``, e.g. a
+    separate critic or a learned world model), each object once; empty without ``lm``."""
+    if lm is None:
+        return []
+    listed = getattr(agent, "language_models", None)
+    out: list[Any] = []
+    for m in [lm, *(listed() if callable(listed) else ())]:
+        if m is not None and usage(m) is not None and all(m is not o for o in out):
+            out.append(m)
+    return out
+
+
+def _usage_sum(models: list[Any]) -> dict[str, int] | None:
+    if not models:
+        return None
+    total: dict[str, int] = {}
+    for m in models:
+        for k, v in (usage(m) or {}).items():
+            total[k] = total.get(k, 0) + int(v)
+    return total
+
+
 def _admissible(env: Any, info: dict[str, Any]) -> list[str]:
     actions = info.get("admissible_actions")
     if actions is None:
@@ -100,6 +123,18 @@ class EpisodeLog:
     records: list[dict[str, Any]] = field(default_factory=list)
     trials: list[dict[str, Any]] = field(default_factory=list)
     goal: str = ""
+    #: the agent's models other than the harness's ``lm`` and their usage when the episode began
+    extra_models: list[Any] = field(default_factory=list)
+    extra_usage0: dict[str, int] | None = None
+
+    def usage_since(self, before: dict[str, int] | None, lm: Any) -> dict[str, int] | None:
+        """The episode's usage: ``lm``'s since ``before`` plus the agent's further models' since
+        the episode began (None when ``lm``'s is unknown)."""
+        used = usage_delta(before, lm)
+        extra = _usage_sum(self.extra_models)
+        if used is None or extra is None or self.extra_usage0 is None:
+            return used
+        return {k: v + extra.get(k, 0) - self.extra_usage0.get(k, 0) for k, v in used.items()}
 
 
 def _start_trial(
@@ -131,7 +166,8 @@ def run_episode(
     """Play ``trials`` trials (stopping at the first win) of one episode; write each step.
 
     Fills ``log`` as it goes. With ``lm`` (a ``LanguageModel``), each step's LLM calls and tokens
-    are measured from ``lm.usage`` around ``agent.act`` (tokens = prompt + generated + scored);
+    are measured from the usage of ``lm`` and of the agent's further models
+    (:func:`agent_models`) around ``agent.act`` (tokens = prompt + generated + scored);
     otherwise they come from the agent's ``meta["llm_calls"]``/``meta["llm_tokens"]``. Raises
     :class:`EpisodeFailed` tagged with the failing side (``env`` or ``agent``) on any exception
     from either. After each trial, ``agent.end_episode(won, score)``, then
@@ -139,6 +175,9 @@ def run_episode(
     """
     progress = progress or Callbacks()
     records, trial_results = log.records, log.trials
+    models = agent_models(agent, lm)
+    log.extra_models = [m for m in models if m is not lm]
+    log.extra_usage0 = _usage_sum(log.extra_models)
     for trial in range(trials):
         obs, info, actions = _start_trial(env, spec, log)
         progress.on_trial_start(trial, log.goal, obs)
@@ -149,7 +188,7 @@ def run_episode(
         won, ret, done, truncated = False, 0.0, False, False
         score = float(info.get("score", 0.0) or 0.0)
         for t in range(max_steps):
-            usage0 = usage(lm)
+            usage0 = _usage_sum(models)
             t0 = time.perf_counter()
             try:
                 step = agent.act(obs, actions, info)
@@ -163,7 +202,12 @@ def run_episode(
             except Exception as exc:  # noqa: BLE001
                 raise EpisodeFailed("env", exc) from exc
             t2 = time.perf_counter()
-            used = usage_delta(usage0, lm)
+            after = _usage_sum(models)
+            used = (
+                None
+                if usage0 is None or after is None
+                else {k: after[k] - usage0.get(k, 0) for k in after}
+            )
             meta = dict(step.meta or {})
             if used is None:
                 calls = _number(step_count({"meta": meta}, "llm_calls"))

@@ -24,7 +24,6 @@ from smcplan.eval.loop import (
     error_record,
     run_episode,
     usage,
-    usage_delta,
 )
 from smcplan.eval.metrics import episode_stats
 from smcplan.eval.progress import Bars
@@ -140,7 +139,7 @@ def run_one_episode(
         "truncated": bool(last["truncated"]),
         "trials": trials,
         "stats": stats.to_dict(),
-        "llm_usage": usage_delta(usage0, lm),
+        "llm_usage": log.usage_since(usage0, lm),
         "wall_s": time.perf_counter() - t0,
         "started_at": started,
         "finished_at": now(),
