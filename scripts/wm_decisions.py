@@ -9,13 +9,15 @@ a clone of the real environment once:
   the uniform proposal executes: its single particle's first action, no weight compared);
 * ``lm``: the text planner, N = 4, H = 2 (the defaults), uniform proposal, twist ``task+novelty``
   (LLM-free), imagined observations from untrained SmolLM2 (``world_model="lm"``);
-* ``learned``: the same planner and key with the learned world model (``--adapter``);
+* ``learned``: the same planner and key with the learned world model (``--adapter``; repeat
+  ``--adapter NAME=PATH`` to compare several, each an arm of its own);
 * ``oracle``: the action the shard recorded (the simulator-world-model planner that collected it).
 
 An action is **productive** when the real step raises the score (the coin is taken), enters a
 place not yet visited in the episode, or opens a door; otherwise (a revisit, a failure reply, a
 no-op) it is not.  The planner never touches the environment: only the scoring does.  Pairs are
 compared with the exact McNemar test (``smcplan.eval.metrics.mcnemar_exact_p``).
+``--temperature`` is the world models' ``observation_temperature`` (default 1, the planner's).
 
     python scripts/wm_decisions.py --data runs/wm/test.jsonl --states 30 \\
         --adapter runs/wm2/lora320/adapter --out runs/wm2/decisions.json
@@ -54,7 +56,15 @@ def productive(env, action: str, seen) -> bool:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", required=True, help="a shard of `smcplan train collect`")
-    parser.add_argument("--adapter", required=True, help="the learned world model (DIR/adapter)")
+    parser.add_argument(
+        "--adapter",
+        required=True,
+        action="append",
+        help="a learned world model (DIR/adapter), or NAME=DIR/adapter; repeatable",
+    )
+    parser.add_argument("--temperature", type=float, default=1.0,
+                        help="observation_temperature of the world models")
+    parser.add_argument("--skip-lm", action="store_true", help="no untrained-SmolLM2 arm")
     parser.add_argument("--states", type=int, default=30, help="how many states (first steps)")
     parser.add_argument("--out", required=True, help="where to write the JSON result")
     parser.add_argument("--threads", type=int, default=2)
@@ -75,12 +85,16 @@ def main(argv: list[str] | None = None) -> int:
     for t in shard.transitions:
         by_episode.setdefault(t["episode"], []).append(t)
     lm = load_model(threads=args.threads)
-    models = {
-        "lm": ObservationModel(lm, max_new_tokens=PlannerConfig().observation_tokens),
-        "learned": learned_observation_model(
-            args.adapter, PlannerConfig().observation_tokens, like=lm
-        ),
+    tokens, temp = PlannerConfig().observation_tokens, args.temperature
+    adapters = dict(
+        a.split("=", 1) if "=" in a else ("learned" if i == 0 else f"learned{i + 1}", a)
+        for i, a in enumerate(args.adapter)
+    )
+    models = {} if args.skip_lm else {
+        "lm": ObservationModel(lm, temperature=temp, max_new_tokens=tokens)
     }
+    for name, path in adapters.items():
+        models[name] = learned_observation_model(path, tokens, like=lm, temperature=temp)
     env = make(shard.header["env"], **shard.header.get("env_kwargs", {}))
     rows, t0 = [], time.perf_counter()
     try:
@@ -104,7 +118,10 @@ def main(argv: list[str] | None = None) -> int:
                 for name, model in models.items():
                     result = plan_text(
                         env.task, kg, admissible, observation=obs, key=key,
-                        config=PlannerConfig(proposal="uniform", progress="task+novelty"),
+                        config=PlannerConfig(
+                            proposal="uniform", progress="task+novelty",
+                            observation_temperature=temp,
+                        ),
                         seen=seen, extractor="rule", env_kind=ENV_KIND, observation_model=model,
                     )
                     choice[name] = result.action
@@ -118,16 +135,20 @@ def main(argv: list[str] | None = None) -> int:
                 obs = nxt
     finally:
         env.close()
-    arms = ("random", "lm", "learned", "oracle")
+    arms = ("random", *models, "oracle")
     rate = {a: sum(r["productive"][a] for r in rows) / len(rows) for a in arms}
     pairs = {}
-    for a, b in (("learned", "lm"), ("learned", "random"), ("lm", "random")):
+    named = list(models)
+    compared = [(a, b) for i, a in enumerate(named) for b in named[i + 1 :]]
+    compared = [(b, a) for a, b in compared] + [(a, "random") for a in named]
+    for a, b in compared:
         only_a = sum(r["productive"][a] and not r["productive"][b] for r in rows)
         only_b = sum(r["productive"][b] and not r["productive"][a] for r in rows)
         pairs[f"{a} vs {b}"] = {"only_first": only_a, "only_second": only_b,
                                 "p": mcnemar_exact_p(only_a, only_b)}
     out = {"n": len(rows), "productive_rate": rate, "pairs": pairs,
-           "seconds": time.perf_counter() - t0, "data": args.data, "adapter": args.adapter,
+           "seconds": time.perf_counter() - t0, "data": args.data, "adapters": adapters,
+           "temperature": temp,
            "rows": rows}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, indent=1))
