@@ -92,13 +92,17 @@ def agent_models(agent: Any, lm: LanguageModel | None) -> list[Any]:
 
 
 def _usage_sum(models: list[Any]) -> dict[str, int] | None:
-    if not models:
+    """The summed counters of ``models`` (:class:`smcplan.agents.record.UsageMeter`), or None
+    when there are none."""
+    from smcplan.agents.record import UsageMeter
+
+    return UsageMeter(models).snapshot() if models else None
+
+
+def _delta(before: dict[str, int] | None, after: dict[str, int] | None) -> dict[str, int] | None:
+    if before is None or after is None:
         return None
-    total: dict[str, int] = {}
-    for m in models:
-        for k, v in (usage(m) or {}).items():
-            total[k] = total.get(k, 0) + int(v)
-    return total
+    return {k: v - before.get(k, 0) for k, v in after.items()}
 
 
 def _admissible(env: Any, info: dict[str, Any]) -> list[str]:
@@ -131,10 +135,10 @@ class EpisodeLog:
         """The episode's usage: ``lm``'s since ``before`` plus the agent's further models' since
         the episode began (None when ``lm``'s is unknown)."""
         used = usage_delta(before, lm)
-        extra = _usage_sum(self.extra_models)
-        if used is None or extra is None or self.extra_usage0 is None:
+        extra = _delta(self.extra_usage0, _usage_sum(self.extra_models))
+        if used is None or extra is None:
             return used
-        return {k: v + extra.get(k, 0) - self.extra_usage0.get(k, 0) for k, v in used.items()}
+        return {k: v + extra.get(k, 0) for k, v in used.items()}
 
 
 def _start_trial(
@@ -202,12 +206,7 @@ def run_episode(
             except Exception as exc:  # noqa: BLE001
                 raise EpisodeFailed("env", exc) from exc
             t2 = time.perf_counter()
-            after = _usage_sum(models)
-            used = (
-                None
-                if usage0 is None or after is None
-                else {k: after[k] - usage0.get(k, 0) for k in after}
-            )
+            used = _delta(usage0, _usage_sum(models))
             meta = dict(step.meta or {})
             if used is None:
                 calls = _number(step_count({"meta": meta}, "llm_calls"))
