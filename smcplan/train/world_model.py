@@ -23,6 +23,7 @@ Wilson interval for exact match.
 from __future__ import annotations
 
 import math
+import random
 import re
 import time
 from collections import Counter
@@ -31,7 +32,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from smcplan.errors import InvalidArgumentError, check_int
+from smcplan.errors import InvalidArgumentError, check_float, check_int
 from smcplan.eval.metrics import Z_95, wilson_interval
 from smcplan.train.data import read_shard, subsample_and_save, write_sft_manifest
 
@@ -42,6 +43,7 @@ __all__ = [
     "OBS_CHARS",
     "context_text",
     "world_model_examples",
+    "mix_examples",
     "token_f1",
     "exact_match",
     "observation_event",
@@ -232,6 +234,38 @@ def evaluate_world_model(
     )
 
 
+def mix_examples(
+    examples: Sequence[dict[str, Any]],
+    max_examples: int | None,
+    real_share: float | None,
+    seed: int,
+) -> list[dict[str, Any]]:
+    """``max_examples`` examples of which ``round(real_share * max_examples)`` are real steps
+    (``branch`` false) and the rest branches, each part a seeded uniform draw without
+    replacement; the rest of the budget falls to the other part when one is short.  With
+    ``real_share=None`` the examples are returned as they are (the caller's uniform draw over
+    all of them keeps the shard's own mix: about 1 real step in 8 with ``--branches all`` on
+    twx:coin).  The result is shuffled with the same seed."""
+    if real_share is None:
+        return list(examples)
+    share = check_float(real_share, "real_share", minimum=0.0, maximum=1.0)
+    if max_examples is None:
+        raise InvalidArgumentError(
+            "real_share needs max_examples (the size of the mix); got max_examples=None. "
+            "Pass --opt max_examples=N with --opt real_share."
+        )
+    total = min(check_int(max_examples, "max_examples", minimum=1), len(examples))
+    real = [ex for ex in examples if not ex.get("branch")]
+    other = [ex for ex in examples if ex.get("branch")]
+    n_real = min(len(real), round(share * total))
+    n_other = min(len(other), total - n_real)
+    n_real = min(len(real), total - n_other)  # a short branch part leaves room for real steps
+    rng = random.Random(seed)
+    mixed = rng.sample(real, n_real) + rng.sample(other, n_other)
+    rng.shuffle(mixed)
+    return mixed
+
+
 def train_world_model(
     shards: Sequence[str | Path],
     out: str | Path,
@@ -244,12 +278,15 @@ def train_world_model(
     resume: bool = False,
     seed: int = 0,
     init_adapter: str | Path | None = None,
+    real_share: float | None = None,
 ) -> dict[str, Any]:
     """Build examples from ``shards`` (their transitions and branches), fine-tune ``model``
     (default SmolLM2) with :func:`smcplan.llm.finetune.train_sft`, and write
     ``<out>/train.json`` (what was trained, on what, how long).  ``lora``: ``"default"`` (r=16,
     alpha=32), a :class:`~smcplan.llm.finetune.LoraSettings`, or ``None`` (full fine-tune);
-    ``init_adapter``: continue an earlier run's adapter (``DIR/adapter``) on these examples."""
+    ``init_adapter``: continue an earlier run's adapter (``DIR/adapter``) on these examples;
+    ``real_share``: the fraction of the ``max_examples`` drawn from real steps
+    (:func:`mix_examples`; ``None``: a uniform draw over all examples)."""
 
     from smcplan.llm.finetune import LoraSettings, SFTSettings, sft_dataset, train_sft
 
@@ -260,6 +297,7 @@ def train_world_model(
         branches += read.branches
         headers.append({"path": str(shard), **read.header})
     examples = world_model_examples(transitions, depths, branches)
+    examples = mix_examples(examples, max_examples, real_share, seed)
     examples, out = subsample_and_save(examples, max_examples, seed, out)
     lora = LoraSettings() if lora == "default" else lora
     result = train_sft(
@@ -274,6 +312,8 @@ def train_world_model(
     return write_sft_manifest(
         out, "world-model", model, result, examples, headers,
         transitions=len(transitions), branches=len(branches), depths=list(depths),
+        real_share=real_share,
+        real_examples=sum(not ex.get("branch") for ex in examples),
     )  # fmt: skip
 
 
@@ -282,7 +322,8 @@ def run(request: Any) -> dict[str, Any]:
     TrainRequest`; options ``depths`` (list of ints, default [0, 1]), ``max_examples``,
     ``full`` (true: full fine-tune instead of LoRA), ``lora_r``, ``lora_alpha``,
     ``max_length``, ``grad_accum``, ``scheduler``, ``threads``, ``warmup_steps``,
-    ``init_adapter`` (an adapter folder to continue))."""
+    ``init_adapter`` (an adapter folder to continue), ``real_share`` (the fraction of
+    ``max_examples`` drawn from real steps, the rest branches))."""
     from smcplan.errors import check_options
     from smcplan.llm.finetune import LoraSettings, SFTSettings
 
@@ -302,6 +343,7 @@ def run(request: Any) -> dict[str, Any]:
             "threads",
             "warmup_steps",
             "init_adapter",
+            "real_share",
         },
     )
     if not request.data:
@@ -342,4 +384,5 @@ def run(request: Any) -> dict[str, Any]:
         resume=request.resume,
         seed=request.seed,
         init_adapter=opts.get("init_adapter"),
+        real_share=opts.get("real_share"),
     )

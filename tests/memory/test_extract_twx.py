@@ -135,3 +135,11 @@ def test_replaying_twc_moves_the_clothes_into_the_basket():
         kg.observe(s["observation"], s["action"], env_kind="twx", step=i)
     assert kg.contents("laundry basket") == ["dirty brown pullover", "dirty brown t-shirt"]
     assert ("bathroom", "south door", "open") in kg  # resolved through the agent's room
+
+
+@pytest.mark.parametrize("text", ["You are in the pantry.", "You are in the pantry.\n",
+                                  "You are in the pantry. There is also a shelf."])
+def test_a_room_sentence_at_the_end_still_places_the_agent(text):
+    # a world model's short prediction ends at the room's sentence; its place must still be read
+    triplets = extract_triplets(text, "move west", env_kind="twx:coin").as_tuples()
+    assert ("agent", "in", "pantry") in set(triplets)

@@ -128,3 +128,41 @@ def test_a_learned_world_model_is_not_labelled_an_oracle():
 
     config = {"identity": {"agent": "nesyfs", "agent_config": {"world_model": "learned"}}}
     assert variant(config) == "learned world model"
+
+
+def _examples(n_real: int, n_branch: int) -> list[dict]:
+    return [{"branch": False, "i": i} for i in range(n_real)] + [
+        {"branch": True, "i": i} for i in range(n_branch)
+    ]
+
+
+def test_the_mix_has_the_asked_share_of_real_steps():
+    from smcplan.train.world_model import mix_examples
+
+    pool = _examples(30, 200)
+    mixed = mix_examples(pool, 40, 0.5, seed=3)
+    assert len(mixed) == 40 and sum(not ex["branch"] for ex in mixed) == 20
+    assert len({(ex["branch"], ex["i"]) for ex in mixed}) == 40  # without replacement
+    assert mixed == mix_examples(pool, 40, 0.5, seed=3)  # seeded
+    # one part short: the other fills the budget; all real steps when only 30 exist
+    assert sum(not ex["branch"] for ex in mix_examples(pool, 100, 0.9, seed=0)) == 30
+    assert len(mix_examples(pool, 100, 0.9, seed=0)) == 100
+    assert len(mix_examples(_examples(30, 5), 40, 0.5, seed=0)) == 35
+    assert mix_examples(pool, None, None, seed=0) == pool
+
+
+@pytest.mark.parametrize("share", [-0.1, 1.5, float("nan"), "half", True])
+def test_a_bad_real_share_is_a_typed_error(share):
+    from smcplan.errors import SmcplanError
+    from smcplan.train.world_model import mix_examples
+
+    with pytest.raises(SmcplanError, match="real_share"):
+        mix_examples(_examples(3, 3), 4, share, seed=0)
+
+
+def test_real_share_needs_max_examples():
+    from smcplan.errors import InvalidArgumentError
+    from smcplan.train.world_model import mix_examples
+
+    with pytest.raises(InvalidArgumentError, match="max_examples"):
+        mix_examples(_examples(3, 3), None, 0.5, seed=0)

@@ -39,7 +39,7 @@ __all__ = ["extract"]
 _N = r"([^.,;:!?\n]+?)"
 _END = r"\.(?=\s|$)"
 
-_ROOM = re.compile(r"You are in the " + _N + r"\. ")
+_ROOM = re.compile(r"You are in the " + _N + r"\.(?:\s|$)")  # also a bare "You are in the X."
 _ITEM_PREFIX = re.compile(
     r"^(?:In one part of the room you see|In another part of the room you see|There is also|"
     r"You also see)\s+(.*)$"
