@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from smcplan.errors import InvalidArgumentError, check_float, check_int
 from smcplan.eval.metrics import Z_95, wilson_interval
+from smcplan.planning.text_particle import clip_observation
 from smcplan.train.data import read_shard, subsample_and_save, write_sft_manifest
 
 if TYPE_CHECKING:
@@ -56,11 +57,6 @@ __all__ = [
 OBS_CHARS = 300
 
 
-def _clip(text: str, limit: int) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def context_text(
     task: str,
     facts: Sequence[Sequence[str]],
@@ -72,9 +68,9 @@ def context_text(
     if facts:
         lines.append("Known facts:")
         lines += [f"- {s} {p} {o}" for s, p, o in facts]
-    lines.append(f"Observation: {_clip(root_observation, OBS_CHARS)}")
+    lines.append(f"Observation: {clip_observation(root_observation, OBS_CHARS)}")
     for a, o in steps:
-        lines += [f"> {a}", _clip(o, OBS_CHARS)]
+        lines += [f"> {a}", clip_observation(o, OBS_CHARS)]
     return "\n".join(lines)
 
 
