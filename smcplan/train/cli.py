@@ -146,6 +146,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--branches", action="store_true", help="also score the shard's counterfactual branches"
     )
     ev.add_argument("--max-new-tokens", type=_count(1), default=128)
+    ev.add_argument(
+        "--target",
+        choices=("full", "head"),
+        default="full",
+        help="score against the whole next observation or its first sentence (the target of "
+        "`world-model --opt target=head`)",
+    )
     ev.add_argument("--out", type=Path, help="write the score (and predictions) as JSON")
     ev.add_argument("--no-progress", action="store_true")
 
@@ -218,6 +225,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         [t for s in shards for t in s.transitions],
         _depths(args.depths),
         [b for s in shards for b in s.branches] if args.branches else (),
+        args.target,
     )
     if args.sample is not None and args.sample < len(examples):
         import random

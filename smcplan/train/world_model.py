@@ -44,6 +44,8 @@ __all__ = [
     "OBS_CHARS",
     "context_text",
     "world_model_examples",
+    "TARGETS",
+    "first_sentence",
     "mix_examples",
     "token_f1",
     "exact_match",
@@ -74,18 +76,47 @@ def context_text(
     return "\n".join(lines)
 
 
+#: what a world model is trained to write: ``"full"``, the whole next observation; ``"head"``,
+#: its first sentence (:func:`first_sentence`)
+TARGETS = ("full", "head")
+
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of ``text`` (whitespace made single spaces): up to and including the
+    first ``.``, ``!`` or ``?`` that ends a word; the whole text when there is none.  It is the
+    part of a text-game observation that says what the action did — "You are in the corridor.",
+    "You can't move there, the door is closed.", "You open the wood door, revealing the
+    bathroom." — which is what the planner's twists read from an imagined observation
+    (:func:`observation_event`); the room description after it is what a world model cannot
+    know before it has been there."""
+    flat = " ".join(str(text).split())
+    m = _SENTENCE_END.search(flat)
+    return flat[: m.end()] if m else flat
+
+
 def world_model_examples(
     transitions: Iterable[dict[str, Any]],
     depths: Sequence[int] = (0,),
     branches: Iterable[dict[str, Any]] = (),
+    target: str = "full",
 ) -> list[dict[str, Any]]:
     """SFT examples ``{"prompt": messages, "completion": next observation, "episode", "t",
     "depth", "branch"}`` from shard transitions (one per transition and depth ``d`` with
     ``t >= d``) and counterfactual ``branches`` (:mod:`smcplan.train.collect`): a branch at step
     ``t`` has the context of the real path up to ``t`` (root ``d`` real steps back) and the
-    branch's own action and next observation."""
+    branch's own action and next observation.  ``target`` (:data:`TARGETS`): the completion is
+    the whole next observation (``"full"``) or its :func:`first_sentence` (``"head"``); the
+    context always has the real observations (clipped as the planner clips them)."""
     from smcplan.llm.templates import load_role
 
+    if target not in TARGETS:
+        raise InvalidArgumentError(
+            f"target must be one of {', '.join(TARGETS)}; got {target!r}. "
+            "Use 'head' to train on the first sentence of each next observation."
+        )
+    complete = first_sentence if target == "head" else (lambda text: " ".join(text.split()))
     role = load_role("observation")
     by_episode: dict[str, list[dict[str, Any]]] = {}
     for tr in transitions:
@@ -109,7 +140,7 @@ def world_model_examples(
                     out.append(
                         {
                             "prompt": role.messages(context=context, action=step["action"]),
-                            "completion": " ".join(step["next_observation"].split()),
+                            "completion": complete(step["next_observation"]),
                             "episode": episode,
                             "t": tr["t"],
                             "depth": d,
@@ -275,6 +306,7 @@ def train_world_model(
     seed: int = 0,
     init_adapter: str | Path | None = None,
     real_share: float | None = None,
+    target: str = "full",
 ) -> dict[str, Any]:
     """Build examples from ``shards`` (their transitions and branches), fine-tune ``model``
     (default SmolLM2) with :func:`smcplan.llm.finetune.train_sft`, and write
@@ -282,7 +314,8 @@ def train_world_model(
     alpha=32), a :class:`~smcplan.llm.finetune.LoraSettings`, or ``None`` (full fine-tune);
     ``init_adapter``: continue an earlier run's adapter (``DIR/adapter``) on these examples;
     ``real_share``: the fraction of the ``max_examples`` drawn from real steps
-    (:func:`mix_examples`; ``None``: a uniform draw over all examples)."""
+    (:func:`mix_examples`; ``None``: a uniform draw over all examples); ``target``: ``"full"``
+    or ``"head"`` (:func:`world_model_examples`)."""
 
     from smcplan.llm.finetune import LoraSettings, SFTSettings, sft_dataset, train_sft
 
@@ -292,7 +325,7 @@ def train_world_model(
         transitions += read.transitions
         branches += read.branches
         headers.append({"path": str(shard), **read.header})
-    examples = world_model_examples(transitions, depths, branches)
+    examples = world_model_examples(transitions, depths, branches, target)
     examples = mix_examples(examples, max_examples, real_share, seed)
     examples, out = subsample_and_save(examples, max_examples, seed, out)
     lora = LoraSettings() if lora == "default" else lora
@@ -308,7 +341,7 @@ def train_world_model(
     return write_sft_manifest(
         out, "world-model", model, result, examples, headers,
         transitions=len(transitions), branches=len(branches), depths=list(depths),
-        real_share=real_share,
+        real_share=real_share, target=target,
         real_examples=sum(not ex.get("branch") for ex in examples),
     )  # fmt: skip
 
@@ -319,7 +352,8 @@ def run(request: Any) -> dict[str, Any]:
     ``full`` (true: full fine-tune instead of LoRA), ``lora_r``, ``lora_alpha``,
     ``max_length``, ``grad_accum``, ``scheduler``, ``threads``, ``warmup_steps``,
     ``init_adapter`` (an adapter folder to continue), ``real_share`` (the fraction of
-    ``max_examples`` drawn from real steps, the rest branches))."""
+    ``max_examples`` drawn from real steps, the rest branches), ``target`` (``full`` or
+    ``head``: the whole next observation or its first sentence))."""
     from smcplan.errors import check_options
     from smcplan.llm.finetune import LoraSettings, SFTSettings
 
@@ -340,6 +374,7 @@ def run(request: Any) -> dict[str, Any]:
             "warmup_steps",
             "init_adapter",
             "real_share",
+            "target",
         },
     )
     if not request.data:
@@ -381,4 +416,5 @@ def run(request: Any) -> dict[str, Any]:
         seed=request.seed,
         init_adapter=opts.get("init_adapter"),
         real_share=opts.get("real_share"),
+        target=opts.get("target", "full"),
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from smcplan.errors import InvalidArgumentError
 from smcplan.memory import KnowledgeGraph
 from smcplan.planning import PlannerConfig, PlanningError, Retrieval
 from smcplan.planning.text_particle import TextParticle
@@ -11,6 +12,7 @@ from smcplan.train.data import read_shard
 from smcplan.train.world_model import (
     context_text,
     exact_match,
+    first_sentence,
     observation_event,
     token_f1,
     train_world_model,
@@ -166,3 +168,45 @@ def test_real_share_needs_max_examples():
 
     with pytest.raises(InvalidArgumentError, match="max_examples"):
         mix_examples(_examples(3, 3), None, 0.5, seed=0)
+
+
+@pytest.mark.parametrize(
+    ("text", "head"),
+    [
+        (
+            "You are in the  corridor. To the North you see a closed wood door.",
+            "You are in the corridor.",
+        ),
+        ("You can't move there, the door is closed.", "You can't move there, the door is closed."),
+        (
+            "Inventory (maximum capacity is 2 items): Your inventory is currently empty.",
+            "Inventory (maximum capacity is 2 items): Your inventory is currently empty.",
+        ),
+        (
+            "This room is called the kitchen. In it, you see: a fridge 1.5 m tall.",
+            "This room is called the kitchen.",
+        ),
+        ("no sentence end here", "no sentence end here"),
+    ],
+)
+def test_the_first_sentence_is_what_the_action_did(text, head):
+    assert first_sentence(text) == head
+
+
+def test_head_target_examples_complete_with_the_first_sentence(shard):
+    transitions = read_shard(shard).transitions
+    full = world_model_examples(transitions, (0, 1))
+    head = world_model_examples(transitions, (0, 1), target="head")
+    assert [ex["prompt"] for ex in head] == [ex["prompt"] for ex in full]
+    assert [ex["completion"] for ex in head] == [first_sentence(ex["completion"]) for ex in full]
+    # the twists read the same event from the head as from the whole observation
+    assert all(
+        observation_event(h["completion"], h["action"])
+        == observation_event(f["completion"], f["action"])
+        for h, f in zip(head, full, strict=True)
+    )
+
+
+def test_an_unknown_target_is_a_typed_error(shard):
+    with pytest.raises(InvalidArgumentError, match="target must be one of full, head; got 'tail'"):
+        world_model_examples(read_shard(shard).transitions, target="tail")
