@@ -17,7 +17,11 @@ An action is **productive** when the real step raises the score (the coin is tak
 place not yet visited in the episode, or opens a door; otherwise (a revisit, a failure reply, a
 no-op) it is not.  The planner never touches the environment: only the scoring does.  Pairs are
 compared with the exact McNemar test (``smcplan.eval.metrics.mcnemar_exact_p``).
-``--temperature`` is the world models' ``observation_temperature`` (default 1, the planner's).
+``--temperature`` is the world models' ``observation_temperature`` (default 1, the planner's);
+``--planner KEY=VALUE`` sets any other field of the two planner arms' :class:`PlannerConfig`
+(``particles_per_action=1 horizon=1 choice=max_weight``: N = |A| at each state, so the
+stratified uniform proposal tries every admissible action exactly once, and the best imagined
+outcome is taken).
 
     python scripts/wm_decisions.py --data runs/wm/test.jsonl --states 30 \\
         --adapter runs/wm2/lora320/adapter --out runs/wm2/decisions.json
@@ -58,18 +62,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", required=True, help="a shard of `smcplan train collect`")
     parser.add_argument(
         "--adapter",
-        required=True,
         action="append",
-        help="a learned world model (DIR/adapter), or NAME=DIR/adapter; repeatable",
+        default=[],
+        help="a learned world model (DIR/adapter), or NAME=DIR/adapter; repeatable (none: the "
+        "lm arm only)",
     )
-    parser.add_argument("--temperature", type=float, default=1.0,
-                        help="observation_temperature of the world models")
+    parser.add_argument(
+        "--temperature", type=float, default=1.0, help="observation_temperature of the world models"
+    )
     parser.add_argument("--skip-lm", action="store_true", help="no untrained-SmolLM2 arm")
     parser.add_argument("--states", type=int, default=30, help="how many states (first steps)")
     parser.add_argument("--out", required=True, help="where to write the JSON result")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument(
+        "--planner",
+        action="append",
+        metavar="KEY=VALUE",
+        help="a PlannerConfig field of the lm and learned arms (JSON value), repeatable, e.g. "
+        "particles_per_action=1 (N = |A| per state) horizon=1 choice=max_weight; default "
+        "the planner's defaults",
+    )
     args = parser.parse_args(argv)
 
+    from smcplan.cli import parse_kv
     from smcplan.envs import make
     from smcplan.eval.metrics import mcnemar_exact_p
     from smcplan.llm import ObservationModel, load_model
@@ -80,19 +95,29 @@ def main(argv: list[str] | None = None) -> int:
     from smcplan.planning.text_components import plan_text
     from smcplan.train.data import read_shard
 
+    options = {
+        "proposal": "uniform",
+        "progress": "task+novelty",
+        "observation_temperature": args.temperature,
+        **parse_kv(args.planner),
+    }
+    planner = PlannerConfig.from_options(options)
+
     shard = read_shard(args.data)
     by_episode: dict[str, list[dict]] = {}
     for t in shard.transitions:
         by_episode.setdefault(t["episode"], []).append(t)
     lm = load_model(threads=args.threads)
-    tokens, temp = PlannerConfig().observation_tokens, args.temperature
+    tokens, temp = planner.observation_tokens, planner.observation_temperature
     adapters = dict(
         a.split("=", 1) if "=" in a else ("learned" if i == 0 else f"learned{i + 1}", a)
         for i, a in enumerate(args.adapter)
     )
-    models = {} if args.skip_lm else {
-        "lm": ObservationModel(lm, temperature=temp, max_new_tokens=tokens)
-    }
+    models = (
+        {}
+        if args.skip_lm
+        else {"lm": ObservationModel(lm, temperature=temp, max_new_tokens=tokens)}
+    )
     for name, path in adapters.items():
         models[name] = learned_observation_model(path, tokens, like=lm, temperature=temp)
     env = make(shard.header["env"], **shard.header.get("env_kwargs", {}))
@@ -117,16 +142,24 @@ def main(argv: list[str] | None = None) -> int:
                 }
                 for name, model in models.items():
                     result = plan_text(
-                        env.task, kg, admissible, observation=obs, key=key,
-                        config=PlannerConfig(
-                            proposal="uniform", progress="task+novelty",
-                            observation_temperature=temp,
-                        ),
-                        seen=seen, extractor="rule", env_kind=ENV_KIND, observation_model=model,
+                        env.task,
+                        kg,
+                        admissible,
+                        observation=obs,
+                        key=key,
+                        config=planner,
+                        seen=seen,
+                        extractor="rule",
+                        env_kind=ENV_KIND,
+                        observation_model=model,
                     )
                     choice[name] = result.action
-                row = {"episode": episode, "t": step["t"], "choice": choice,
-                       "productive": {k: productive(env, a, seen) for k, a in choice.items()}}
+                row = {
+                    "episode": episode,
+                    "t": step["t"],
+                    "choice": choice,
+                    "productive": {k: productive(env, a, seen) for k, a in choice.items()},
+                }
                 rows.append(row)
                 print(json.dumps(row), flush=True)
                 nxt, _r, _d, info = env.step(step["action"])  # follow the recorded episode
@@ -144,12 +177,22 @@ def main(argv: list[str] | None = None) -> int:
     for a, b in compared:
         only_a = sum(r["productive"][a] and not r["productive"][b] for r in rows)
         only_b = sum(r["productive"][b] and not r["productive"][a] for r in rows)
-        pairs[f"{a} vs {b}"] = {"only_first": only_a, "only_second": only_b,
-                                "p": mcnemar_exact_p(only_a, only_b)}
-    out = {"n": len(rows), "productive_rate": rate, "pairs": pairs,
-           "seconds": time.perf_counter() - t0, "data": args.data, "adapters": adapters,
-           "temperature": temp,
-           "rows": rows}
+        pairs[f"{a} vs {b}"] = {
+            "only_first": only_a,
+            "only_second": only_b,
+            "p": mcnemar_exact_p(only_a, only_b),
+        }
+    out = {
+        "n": len(rows),
+        "productive_rate": rate,
+        "pairs": pairs,
+        "seconds": time.perf_counter() - t0,
+        "data": args.data,
+        "adapters": adapters,
+        "temperature": temp,
+        "planner": {k: str(v) if k == "world_model" else v for k, v in planner.__dict__.items()},
+        "rows": rows,
+    }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, indent=1))
     print(json.dumps({k: v for k, v in out.items() if k != "rows"}, indent=1))

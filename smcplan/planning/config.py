@@ -90,7 +90,12 @@ class PlannerConfig(Settings):
     checked once when the object is built (a bad value raises :class:`PlanningError` naming the
     field, the value and the valid ones).
 
-    ``num_particles`` N (4) and ``horizon`` H (2); ``lam`` :math:`\lambda` of the NeSyFS weight
+    ``num_particles`` N (4) and ``horizon`` H (2); ``particles_per_action`` k (0: off) replaces
+    N by :math:`k|\mathcal A|` at each call, so the stratified uniform proposal makes every
+    admissible action the first action of exactly k particles (equal allocation; at H = 1 an
+    action's mass is then k times the mean of :math:`e^{\lambda\delta_1}` over its particles, an
+    estimate of its value rather than of how often it was drawn; needs ``proposal="uniform"``);
+    ``lam`` :math:`\lambda` of the NeSyFS weight
     :math:`\omega\leftarrow\omega e^{\lambda\delta}` (1.0); ``weighting`` ``"nesyfs"`` (the
     paper's rule) or ``"twisted"``; ``resampling`` a scheme of :mod:`smcplan.smc.resampling`;
     ``ess_threshold`` :math:`\kappa` (1.0: resample before every step, the paper's rule);
@@ -116,6 +121,7 @@ class PlannerConfig(Settings):
 
     num_particles: int = 4
     horizon: int = 2
+    particles_per_action: int = 0
     lam: float = 1.0
     weighting: str = "nesyfs"
     resampling: str = "systematic"
@@ -167,6 +173,14 @@ class PlannerConfig(Settings):
                 f"unknown proposal {self.proposal!r}; known: {', '.join(PROPOSALS)}"
             )
         parse_progress(self.progress)
+        _check_int("particles_per_action", self.particles_per_action, 0)
+        if self.particles_per_action and self.proposal != "uniform":
+            raise PlanningError(
+                f"particles_per_action={self.particles_per_action} allocates the root's "
+                "particles to the admissible actions through the stratified uniform proposal; it "
+                f"needs proposal='uniform' (got proposal={self.proposal!r}), or set "
+                "particles_per_action=0"
+            )
         _check_int("observation_tokens", self.observation_tokens, 1)
         temp = self.observation_temperature
         if (

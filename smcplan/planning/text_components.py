@@ -205,7 +205,8 @@ def build_text_planner(
         root_observation=str(observation),
         root_score=float(seen.score) if seen is not None else 0.0,
     )
-    return TextPlanner((root,) * cfg.num_particles, proposal, world, twist, cfg, simulated)
+    n = cfg.particles_per_action * len(admissible) or cfg.num_particles
+    return TextPlanner((root,) * n, proposal, world, twist, cfg, simulated)
 
 
 def run_text_planner(planner: TextPlanner, key: Any = 0) -> PlanResult:

@@ -70,6 +70,7 @@ def test_every_planner_field_reaches_the_planner_under_its_own_name(tiny_lm):
     changed = {
         "num_particles": 7,
         "horizon": 3,
+        "particles_per_action": 2,
         "lam": 2.5,
         "weighting": "twisted",
         "resampling": "multinomial",

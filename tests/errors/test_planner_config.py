@@ -37,3 +37,15 @@ def test_any_observation_temperature_is_valid_or_a_typed_error(value):
         assert 0.0 <= t < float("inf") and not isinstance(out.observation_temperature, bool)
     else:
         assert "observation_temperature" in str(out)
+
+
+@settings(max_examples=60, deadline=None)
+@given(bad_scalar, st.sampled_from(["uniform", "lm"]))
+def test_any_particles_per_action_is_valid_or_a_typed_error(value, proposal):
+    ok, out = call(PlannerConfig.from_options, particles_per_action=value, proposal=proposal)
+    if ok:
+        k = out.particles_per_action
+        assert isinstance(k, int) and not isinstance(k, bool) and k >= 0
+        assert k == 0 or out.proposal == "uniform"
+    else:
+        assert "particles_per_action" in str(out)

@@ -111,3 +111,34 @@ def test_a_bad_key_is_refused_when_the_planner_runs(drawer):
     planner = build_text_planner(env.task, None, actions, **simulated(env, obs))
     with pytest.raises(PlanningError, match="key must be a jax.random key or an int seed"):
         run_text_planner(planner, "seven")
+
+
+@pytest.mark.parametrize("k", [1, 2])
+def test_particles_per_action_gives_every_admissible_action_k_first_particles(drawer, k):
+    """N = k|A| and, through the stratified uniform proposal, each admissible action is the
+    first action of exactly k particles: the mass of an action is k times its mean weight."""
+    env, obs, actions = drawer
+    kw = {**simulated(env, obs), "particles_per_action": k, "horizon": 1}
+    planner = build_text_planner(env.task, None, actions, **kw)
+    assert len(planner.particles) == k * len(actions)
+    result = run_text_planner(planner, 3)
+    firsts = [p.steps[0][0] for p in result.particles]
+    assert sorted(firsts) == sorted(a for a in actions for _ in range(k))
+    w = np.exp(np.asarray(result.log_weights, dtype=np.float64))
+    for action in actions:
+        mine = [wi for wi, a in zip(w, firsts, strict=True) if a == action]
+        assert result.action_mass[action] == pytest.approx(k * np.mean(mine), rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("value", "proposal", "match"),
+    [
+        (-1, "uniform", "particles_per_action must be an integer >= 0; got -1"),
+        (1.5, "uniform", "particles_per_action must be an integer >= 0; got 1.5"),
+        (True, "uniform", "particles_per_action must be an integer >= 0; got True"),
+        (2, "lm", "particles_per_action=2 .* needs proposal='uniform' \\(got proposal='lm'\\)"),
+    ],
+)
+def test_a_bad_particles_per_action_is_refused(value, proposal, match):
+    with pytest.raises(PlanningError, match=match):
+        PlannerConfig(particles_per_action=value, proposal=proposal)
