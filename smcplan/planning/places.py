@@ -70,6 +70,7 @@ __all__ = [
     "PlaceMap",
     "TaskGoal",
     "read_step",
+    "stays_put",
     "revealed_place",
     "parse_goal",
     "frontier_distance",
@@ -84,6 +85,21 @@ _DIRS = ("north", "south", "east", "west", "up", "down")
 _REVEAL = re.compile(r"revealing the ([a-z][a-z ]*?)\s*\.", re.I)
 _OPEN_DOOR = re.compile(r"^open door to (\w+)$")
 _MOVE = re.compile(r"^(?:move|go) (\w+)$")
+# the actions that report or change an object in the agent's place, in every text game here:
+# none of them relocates the agent
+_STAYS = re.compile(r"^(?:look|look around|inventory|examine .+|look at .+|open .+|close .+)$")
+
+
+def stays_put(action: str | None) -> bool:
+    """True for an action that never moves the agent in the text games here (``look``, ``look
+    around``, ``inventory``, ``examine X``, ``look at X``, ``open X``, ``close X``): an
+    observation that follows it names the place the agent was in.  So an *imagined* reply that
+    names another place (a world model's slip: "You are in the kitchen." after ``look around`` in
+    the living room) does not move the agent on the map or in :class:`~smcplan.planning.seen.Seen`,
+    and earns no novelty; a real reply never differs."""
+    return bool(_STAYS.match(str(action or "").strip().lower()))
+
+
 _HOLD = "inventory"
 
 
@@ -146,6 +162,8 @@ def read_step(
     for s, p, o in triples:
         if s == "agent" and p in ("in", "at"):
             place = o
+    if before is not None and stays_put(action):
+        place = before
     for s, p, o in triples:
         if s == "agent":
             continue

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from smcplan.memory import extract_triplets
-from smcplan.planning.places import PlaceMap, read_step
+from smcplan.planning.places import PlaceMap, read_step, stays_put
 
 __all__ = ["Seen", "place_and_entities", "looks_failed", "steps_read"]
 
@@ -59,7 +59,7 @@ class Seen(NamedTuple):
     ) -> Seen:
         """What has been seen once ``observation`` (the result of ``action``) arrived."""
         place, names = place_and_entities(observation, action, env_kind)
-        place = place or self.place
+        place = self.place if self.place is not None and stays_put(action) else place or self.place
         visits = dict(self.visits)
         if place is not None:
             visits[place] = visits.get(place, 0) + 1
@@ -100,7 +100,9 @@ def place_and_entities(
 
 def steps_read(particle: Any, env_kind: str) -> list[tuple[str | None, set[str]]]:
     """The place and the entities of each of ``particle.steps`` (its own triplets where it kept
-    them, else the rule-based ones; a place the agent's extractor did not mark is read by rule)."""
+    them, else the rule-based ones; a place the agent's extractor did not mark is read by rule;
+    no place after an action that never moves, :func:`~smcplan.planning.places.stays_put`, so
+    the reader keeps the place it had)."""
     out = []
     for i, (a, o) in enumerate(particle.steps):
         known = (
@@ -111,5 +113,7 @@ def steps_read(particle: Any, env_kind: str) -> list[tuple[str | None, set[str]]
         place, names = place_and_entities(o, a, env_kind, triplets=known)
         if place is None and known is not None:  # the agent's own extractor may not mark places
             place, _ = place_and_entities(o, a, env_kind)
+        if stays_put(a):  # the place it names is the one the agent was in (or a model's slip)
+            place = None
         out.append((place, names))
     return out

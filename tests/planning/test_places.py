@@ -24,6 +24,7 @@ from smcplan.planning.places import (
     parse_goal,
     read_step,
     stage,
+    stays_put,
     step_progress,
     wasted,
 )
@@ -239,3 +240,39 @@ def test_carrying_a_thing_the_task_does_not_name_is_wasted_and_the_goal_object_i
         triplets=[("agent", "in", "vault"), ("pen", "in", "vault")],
     )
     assert not wasted(m, seen, goal)
+
+
+@pytest.mark.parametrize(
+    ("action", "stays"),
+    [
+        ("look around", True),
+        ("look", True),
+        ("inventory", True),
+        ("examine fridge 1", True),
+        ("open door to north", True),
+        ("Close door to south ", True),
+        ("move west", False),
+        ("go to fridge 1", False),
+        ("take coin", False),
+        (None, False),
+    ],
+)
+def test_only_the_actions_that_never_move_stay_put(action, stays):
+    assert stays_put(action) is stays
+
+
+def test_an_imagined_reply_to_look_around_naming_another_place_moves_nobody():
+    """A world model's slip ("You are in the living room." after ``look around`` in the
+    kitchen) keeps the agent in the kitchen, on the map and in Seen, and earns no novelty; the
+    same reply to a move does move it."""
+    seen = Seen().after(KITCHEN, None, {}, "twx")
+    for action, place in (("look around", "kitchen"), ("move west", "living room")):
+        m = read_step(seen.layout, action, LIVING, "twx")
+        after = seen.after(LIVING, action, {}, "twx")
+        assert m.place == place and after.place == place
+        assert (place in m.visited) and (("living room" in after.places) is (place != "kitchen"))
+    novelty = make_progress("novelty", seen=seen, env_kind="twx")
+    look = SimpleNamespace(steps=(("look around", LIVING),), outcomes=())
+    move = SimpleNamespace(steps=(("move west", LIVING),), outcomes=())
+    score = novelty(jax.random.key(0), [look, move], 1, 1)
+    assert float(score.delta[0]) < float(score.delta[1])
