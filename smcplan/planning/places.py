@@ -71,6 +71,7 @@ __all__ = [
     "TaskGoal",
     "read_step",
     "stays_put",
+    "hides_only",
     "revealed_place",
     "parse_goal",
     "frontier_distance",
@@ -98,6 +99,14 @@ def stays_put(action: str | None) -> bool:
     the living room) does not move the agent on the map or in :class:`~smcplan.planning.seen.Seen`,
     and earns no novelty; a real reply never differs."""
     return bool(_STAYS.match(str(action or "").strip().lower()))
+
+
+def hides_only(action: str | None) -> bool:
+    """True for ``close X``: closing hides what was open and shows nothing the agent had not
+    seen (it can only close what it sees), so the names in its reply are not new things and earn
+    no entity novelty (an imagined "You close the wood door to the living room." naming a room
+    the model guessed would otherwise pay 0.5 for closing a door)."""
+    return str(action or "").strip().lower().startswith("close ")
 
 
 _HOLD = "inventory"

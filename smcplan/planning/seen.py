@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from smcplan.memory import extract_triplets
-from smcplan.planning.places import PlaceMap, read_step, stays_put
+from smcplan.planning.places import PlaceMap, hides_only, read_step, stays_put
 
 __all__ = ["Seen", "place_and_entities", "looks_failed", "steps_read"]
 
@@ -102,7 +102,8 @@ def steps_read(particle: Any, env_kind: str) -> list[tuple[str | None, set[str]]
     """The place and the entities of each of ``particle.steps`` (its own triplets where it kept
     them, else the rule-based ones; a place the agent's extractor did not mark is read by rule;
     no place after an action that never moves, :func:`~smcplan.planning.places.stays_put`, so
-    the reader keeps the place it had)."""
+    the reader keeps the place it had; no entities after ``close X``,
+    :func:`~smcplan.planning.places.hides_only`)."""
     out = []
     for i, (a, o) in enumerate(particle.steps):
         known = (
@@ -115,5 +116,7 @@ def steps_read(particle: Any, env_kind: str) -> list[tuple[str | None, set[str]]
             place, _ = place_and_entities(o, a, env_kind)
         if stays_put(a):  # the place it names is the one the agent was in (or a model's slip)
             place = None
+        if hides_only(a):  # closing shows nothing new
+            names = set()
         out.append((place, names))
     return out

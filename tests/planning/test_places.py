@@ -21,6 +21,7 @@ from smcplan.planning.places import (
     explored,
     frontier,
     frontier_distance,
+    hides_only,
     parse_goal,
     read_step,
     stage,
@@ -276,3 +277,21 @@ def test_an_imagined_reply_to_look_around_naming_another_place_moves_nobody():
     move = SimpleNamespace(steps=(("move west", LIVING),), outcomes=())
     score = novelty(jax.random.key(0), [look, move], 1, 1)
     assert float(score.delta[0]) < float(score.delta[1])
+
+
+def test_closing_a_door_names_nothing_new_and_opening_one_does():
+    seen = Seen().after(KITCHEN, None, {}, "twx")
+    novelty = make_progress("novelty", seen=seen, env_kind="twx")
+    close = SimpleNamespace(
+        steps=(("close door to north", "You close the patio door to the backyard. "),),
+        outcomes=(),
+    )
+    opened = SimpleNamespace(
+        steps=(("open door to north", "You open the patio door, revealing the backyard. "),),
+        outcomes=(),
+    )
+    assert hides_only("close door to north") and not hides_only("open door to north")
+    delta = np.asarray(novelty(jax.random.key(0), [close, opened], 1, 1).delta)
+    stay = 0.5 / np.sqrt(2.0)  # the count term of one more step in the kitchen, no new entity
+    # float32 deltas: a few ulps of float32 (eps 1.2e-7) from two adds and a product
+    np.testing.assert_allclose(delta, [stay, stay + 0.5], rtol=1e-6)
