@@ -26,7 +26,16 @@ from smcplan.memory import KnowledgeGraph
 from smcplan.planning.config import DEFAULT_RETRIEVAL, Retrieval
 from smcplan.planning.outcome import Outcome
 
-__all__ = ["TextParticle", "Triple", "known_actions", "key_to_seed", "clip_observation", "ELISION"]
+__all__ = [
+    "TextParticle",
+    "Triple",
+    "known_actions",
+    "key_to_seed",
+    "clip_observation",
+    "render_context",
+    "ELISION",
+    "OBS_CHARS",
+]
 
 Triple = tuple[str, str, str]
 
@@ -35,6 +44,9 @@ def key_to_seed(key: jax.Array) -> int:
     """An int seed for one model call, drawn from a ``jax.random`` key (same key, same seed)."""
     return int(jax.random.randint(key, (), 0, 2**31 - 1))
 
+
+#: characters of each observation a particle's context keeps (:func:`clip_observation`)
+OBS_CHARS = 300
 
 #: what stands for the dropped middle of a clipped observation
 ELISION = " ... "
@@ -136,19 +148,37 @@ class TextParticle:
         ]
 
     def context(
-        self, task: str, retrieval: Retrieval = DEFAULT_RETRIEVAL, obs_chars: int = 300
+        self, task: str, retrieval: Retrieval = DEFAULT_RETRIEVAL, obs_chars: int = OBS_CHARS
     ) -> str:
         """The text the observation model continues: task, retrieved facts, the root observation
         and the imagined steps (each observation clipped to ``obs_chars`` characters)."""
-        lines = [f"Task: {task}"]
-        facts = self.facts(task, retrieval)
-        if facts:
-            lines.append("Known facts:")
-            lines += [f"- {s} {p} {o}" for s, p, o in facts]
-        lines.append(f"Observation: {clip_observation(self.root_observation, obs_chars)}")
-        for a, o in self.steps:
-            lines += [f"> {a}", clip_observation(o, obs_chars)]
-        return "\n".join(lines)
+        return render_context(
+            task, self.facts(task, retrieval), self.root_observation, self.steps, obs_chars
+        )
+
+
+def render_context(
+    task: str,
+    facts: Sequence[Sequence[str]],
+    root_observation: str,
+    steps: Sequence[tuple[str, str]] = (),
+    obs_chars: int = OBS_CHARS,
+) -> str:
+    """The text an observation model continues, from plain data: ``Task:``, the retrieved
+    ``(s, p, o)`` facts as ``- s p o`` lines under ``Known facts:`` (none, no header), the root
+    ``Observation:`` and each imagined step as ``> action`` then its observation, every
+    observation clipped to ``obs_chars`` characters (:func:`clip_observation`).  The planner's
+    particles (:meth:`TextParticle.context`) and the world-model training examples
+    (``smcplan.train.world_model``) both render through it, so a model is trained on exactly the
+    text it is later asked to continue."""
+    lines = [f"Task: {task}"]
+    if facts:
+        lines.append("Known facts:")
+        lines += [f"- {s} {p} {o}" for s, p, o in facts]
+    lines.append(f"Observation: {clip_observation(root_observation, obs_chars)}")
+    for a, o in steps:
+        lines += [f"> {a}", clip_observation(o, obs_chars)]
+    return "\n".join(lines)
 
 
 def known_actions(admissible: Sequence[str], kg: KnowledgeGraph | None) -> list[str]:

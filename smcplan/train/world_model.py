@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from smcplan.errors import InvalidArgumentError, check_float, check_int
 from smcplan.eval.metrics import Z_95, wilson_interval
-from smcplan.planning.text_particle import clip_observation
+from smcplan.planning.text_particle import OBS_CHARS, render_context
 from smcplan.train.data import read_shard, subsample_and_save, write_sft_manifest
 
 if TYPE_CHECKING:
@@ -55,9 +55,6 @@ __all__ = [
     "train_world_model",
 ]
 
-#: characters of each observation the planner's particle context keeps
-OBS_CHARS = 300
-
 
 def context_text(
     task: str,
@@ -65,15 +62,9 @@ def context_text(
     root_observation: str,
     steps: Sequence[tuple[str, str]] = (),
 ) -> str:
-    """The particle context of the text planner (``TextParticle.context``), from plain data."""
-    lines = [f"Task: {task}"]
-    if facts:
-        lines.append("Known facts:")
-        lines += [f"- {s} {p} {o}" for s, p, o in facts]
-    lines.append(f"Observation: {clip_observation(root_observation, OBS_CHARS)}")
-    for a, o in steps:
-        lines += [f"> {a}", clip_observation(o, OBS_CHARS)]
-    return "\n".join(lines)
+    """The particle context of the text planner (``TextParticle.context``), from plain data:
+    :func:`smcplan.planning.text_particle.render_context` at :data:`OBS_CHARS`."""
+    return render_context(task, facts, root_observation, steps, OBS_CHARS)
 
 
 #: what a world model is trained to write: ``"full"``, the whole next observation; ``"head"``,
