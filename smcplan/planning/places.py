@@ -72,6 +72,7 @@ __all__ = [
     "read_step",
     "stays_put",
     "hides_only",
+    "known_exit",
     "revealed_place",
     "parse_goal",
     "frontier_distance",
@@ -107,6 +108,20 @@ def hides_only(action: str | None) -> bool:
     no entity novelty (an imagined "You close the wood door to the living room." naming a room
     the model guessed would otherwise pay 0.5 for closing a door)."""
     return str(action or "").strip().lower().startswith("close ")
+
+
+def known_exit(m: PlaceMap, place: str | None, action: str | None) -> str | None:
+    """The place that ``move d`` / ``go d`` / ``open door to d`` from ``place`` leads to by the
+    map (``m.exits[(place, d)]``, read from real observations: an exit the room's description
+    lists, a door opened, a move made), or None where the map does not know.  Where it knows, an
+    imagined reply that names another place is a world model's guess and the map overrides it
+    (a learned model that has seen the kitchen imagines "You are in the kitchen." behind every
+    door: on twx:coin it shuttled the agent between two rooms it knew, each imagined as new)."""
+    if place is None:
+        return None
+    a = str(action or "").strip().lower()
+    step = _MOVE.match(a) or _OPEN_DOOR.match(a)
+    return m.exits.get((place, step.group(1))) if step else None
 
 
 _HOLD = "inventory"
@@ -173,6 +188,9 @@ def read_step(
             place = o
     if before is not None and stays_put(action):
         place = before
+    known = known_exit(m, before, action)
+    if known is not None and place is not None and place != before:
+        place = known  # the map knows where this move leads; an imagined reply may not
     for s, p, o in triples:
         if s == "agent":
             continue
@@ -190,7 +208,7 @@ def read_step(
     opened = _OPEN_DOOR.match(str(action or "").strip().lower())
     revealed = _REVEAL.search(str(observation))
     if opened and revealed and before is not None:
-        q = revealed.group(1).strip().lower()
+        q = known or revealed.group(1).strip().lower()
         exits[(before, opened.group(1))] = q
         doors[(before, opened.group(1))] = "open"
         links.add(frozenset((before, q)))

@@ -13,7 +13,14 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from smcplan.memory import extract_triplets
-from smcplan.planning.places import PlaceMap, hides_only, read_step, stays_put
+from smcplan.planning.places import (
+    PlaceMap,
+    hides_only,
+    known_exit,
+    read_step,
+    revealed_place,
+    stays_put,
+)
 
 __all__ = ["Seen", "place_and_entities", "looks_failed", "steps_read"]
 
@@ -98,13 +105,19 @@ def place_and_entities(
     return place, names
 
 
-def steps_read(particle: Any, env_kind: str) -> list[tuple[str | None, set[str]]]:
+def steps_read(
+    particle: Any, env_kind: str, layout: PlaceMap | None = None, start: str | None = None
+) -> list[tuple[str | None, set[str]]]:
     """The place and the entities of each of ``particle.steps`` (its own triplets where it kept
     them, else the rule-based ones; a place the agent's extractor did not mark is read by rule;
     no place after an action that never moves, :func:`~smcplan.planning.places.stays_put`, so
     the reader keeps the place it had; no entities after ``close X``,
-    :func:`~smcplan.planning.places.hides_only`)."""
+    :func:`~smcplan.planning.places.hides_only`).  With the episode's ``layout`` and the place
+    the particle ``start`` s from, a move or a door whose destination the map knows
+    (:func:`~smcplan.planning.places.known_exit`) reads as that place, whatever the imagined
+    reply names: the reply's room name replaced by the known one."""
     out = []
+    here = start
     for i, (a, o) in enumerate(particle.steps):
         known = (
             particle.triplets[i]
@@ -118,5 +131,14 @@ def steps_read(particle: Any, env_kind: str) -> list[tuple[str | None, set[str]]
             place = None
         if hides_only(a):  # closing shows nothing new
             names = set()
+        mapped = known_exit(layout, here, a) if layout is not None else None
+        if mapped is not None:
+            if place is not None:  # the reply says the agent moved: to where the map says
+                names = (names - {place}) | {mapped}
+                place = mapped
+            revealed = revealed_place(o)
+            if revealed is not None:  # the door opens onto the room the map already knows
+                names = (names - {revealed}) | {mapped}
+        here = place or here
         out.append((place, names))
     return out

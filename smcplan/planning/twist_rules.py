@@ -44,7 +44,9 @@ class NoveltyProgress(Cumulative):
         visits, entities, place = dict(self.seen.visits), set(self.seen.entities), self.seen.place
         out = []
         for (a, _), (read, names) in zip(
-            particle.steps, steps_read(particle, self.env_kind), strict=True
+            particle.steps,
+            steps_read(particle, self.env_kind, self.seen.layout, self.seen.place),
+            strict=True,
         ):
             if a == DONE_ACTION:
                 out.append(0.0)
@@ -74,7 +76,7 @@ class ProcessProgress(Cumulative):
         prev_failed = self.seen.last_failed
         prev_action = self.seen.actions[-1] if self.seen.actions else None
         out = []
-        reads = steps_read(particle, self.env_kind)
+        reads = steps_read(particle, self.env_kind, self.seen.layout, self.seen.place)
         outcomes = getattr(particle, "outcomes", ())
         for i, (a, o) in enumerate(particle.steps):
             failed = (

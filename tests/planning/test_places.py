@@ -22,6 +22,7 @@ from smcplan.planning.places import (
     frontier,
     frontier_distance,
     hides_only,
+    known_exit,
     parse_goal,
     read_step,
     stage,
@@ -30,6 +31,7 @@ from smcplan.planning.places import (
     wasted,
 )
 from smcplan.planning.progress import Seen, make_progress
+from smcplan.planning.seen import steps_read
 from tests.tolerance import gamma
 
 COIN_TASK = (
@@ -296,3 +298,30 @@ def test_closing_a_door_names_nothing_new_and_opening_one_does():
     stay = 0.5 / np.sqrt(2.0)  # the count term of one more step in the kitchen, no new entity
     # float32 deltas: a sqrt, a division, a product and an add, each rounded once
     np.testing.assert_allclose(delta, [stay, stay + 0.5], rtol=gamma(4))
+
+
+def test_the_map_overrides_an_imagined_room_behind_a_known_exit():
+    """Living room, then kitchen (whose West is the living room): an imagined "You are in the
+    corridor." after ``move west`` reads as the living room, visited once, on the map, in the
+    twists' reads and in novelty; the same reply behind the door to the North, which the map
+    does not know, stays a new place.  Opening a door onto a known room names only that room."""
+    seen = Seen().after(LIVING, None, {}, "twx").after(KITCHEN, "move east", {}, "twx")
+    corridor = "You are in the corridor. "
+    assert known_exit(seen.layout, "kitchen", "move west") == "living room"
+    assert known_exit(seen.layout, "kitchen", "move north") is None
+    assert known_exit(seen.layout, None, "move west") is None
+    assert read_step(seen.layout, "move west", corridor, "twx").place == "living room"
+    assert read_step(seen.layout, "move north", corridor, "twx").place == "corridor"
+    west = SimpleNamespace(steps=(("move west", corridor),), outcomes=())
+    north = SimpleNamespace(steps=(("move north", corridor),), outcomes=())
+    assert steps_read(west, "twx", seen.layout, seen.place) == [("living room", {"living room"})]
+    assert steps_read(west, "twx") == [("corridor", {"corridor"})]
+    door = SimpleNamespace(
+        steps=(("open door to west", "You open the door, revealing the backyard. "),), outcomes=()
+    )
+    assert steps_read(door, "twx", seen.layout, seen.place) == [(None, {"door", "living room"})]
+    novelty = make_progress("novelty", seen=seen, env_kind="twx")
+    delta = np.asarray(novelty(jax.random.key(0), [west, north], 1, 1).delta)
+    # west: the living room, one step there, no new entity; north: a new place and entity
+    # (float32: a sqrt, a division, a product and an add, each rounded once)
+    np.testing.assert_allclose(delta, [0.5 / np.sqrt(2.0), 1.0], rtol=gamma(4))
