@@ -58,6 +58,7 @@ __all__ = [
     "CriticScore",
     "score_actions",
     "evaluate_critic",
+    "summarise_scores",
     "train_critic",
     "run",
 ]
@@ -197,6 +198,23 @@ def evaluate_critic(
     """AUC of ``lm``'s expected critique score on labelled ``examples`` (and the scores)."""
     t0 = time.perf_counter()
     scores = score_actions(lm, examples)
+    return summarise_scores(scores, examples, resamples, seed, time.perf_counter() - t0), scores
+
+
+def summarise_scores(
+    scores: Sequence[float],
+    examples: Sequence[dict[str, Any]],
+    resamples: int = 2000,
+    seed: int = 0,
+    seconds: float = 0.0,
+) -> CriticScore:
+    """The :class:`CriticScore` of any ``scores`` of labelled ``examples`` (one per example, higher
+    = more likely the gold action): the AUC and its bootstrap interval over states, so that a
+    trained critic, the prompted one and a rule are compared on the same footing."""
+    if len(scores) != len(examples):
+        raise InvalidArgumentError(
+            f"scores: {len(scores)} scores for {len(examples)} examples; give one per example"
+        )
     labels = [int(ex["label"]) for ex in examples]
     states: dict[tuple[str, int], list[int]] = {}
     for j, ex in enumerate(examples):
@@ -213,7 +231,7 @@ def evaluate_critic(
     hi = boots[int(0.975 * (len(boots) - 1))] if boots else 1.0
     pos = [s for s, y in zip(scores, labels, strict=True) if y]
     neg = [s for s, y in zip(scores, labels, strict=True) if not y]
-    result = CriticScore(
+    return CriticScore(
         len(examples),
         len(pos),
         len(keys),
@@ -221,9 +239,8 @@ def evaluate_critic(
         (lo, hi),
         sum(pos) / len(pos),
         sum(neg) / len(neg),
-        time.perf_counter() - t0,
+        seconds,
     )
-    return result, scores
 
 
 def _read(shards: Sequence[str | Path]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

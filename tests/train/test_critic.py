@@ -90,6 +90,25 @@ def test_auc_by_hand():
         auc([0.5, 0.6], [1, 1])
 
 
+def test_summarise_scores_by_hand():
+    from smcplan.train.critic import summarise_scores
+
+    # two states: (0.9 gold, 0.4), (0.4 gold, 0.1); AUC over all pairs as in test_auc_by_hand
+    examples = [
+        {"episode": "e", "t": 0, "label": 1},
+        {"episode": "e", "t": 0, "label": 0},
+        {"episode": "e", "t": 1, "label": 1},
+        {"episode": "e", "t": 1, "label": 0},
+    ]
+    score = summarise_scores([0.9, 0.4, 0.4, 0.1], examples, resamples=200, seed=0)
+    assert (score.n, score.positives, score.states, score.auc) == (4, 2, 2, 0.875)
+    assert (score.mean_positive, score.mean_negative) == (0.65, 0.25)
+    # a resample draws each state 0, 1 or 2 times: AUC 1 (one state, either) or 0.875 (both)
+    assert score.auc_ci[0] in (0.875, 1.0) and score.auc_ci[1] == 1.0
+    with pytest.raises(InvalidArgumentError, match="one per example"):
+        summarise_scores([0.5], examples)
+
+
 def test_bad_shards_and_options_are_refused(tmp_path):
     from smcplan.train.critic import run
     from smcplan.train.registry import TrainRequest
