@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from smcplan.errors import InvalidArgumentError, SmcplanError
 from smcplan.train.critic import (
@@ -156,3 +158,27 @@ def test_a_training_step_and_the_adapter_plugs_into_rlaw(tmp_path):
     assert len(scores) == 5 and all(0.0 <= s <= 1.0 for s in scores)
     agent = make("rlaw", lm=tiny_model(), critic_path=adapter, critic_model=base)
     assert agent.critic_path == adapter and agent.critic.lm is not agent.lm
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.floats(0.0, 1.0, allow_nan=False), min_size=2, max_size=5),
+        min_size=2,
+        max_size=6,
+    )
+)
+def test_summarise_scores_interval_is_ordered(states):
+    """Each state's first action is its gold one; the AUC of the pooled scores lies in [0, 1],
+    and so does the ordered bootstrap interval (its resamples are AUCs too)."""
+    from smcplan.train.critic import summarise_scores
+
+    examples = [
+        {"episode": "e", "t": t, "label": int(j == 0)}
+        for t, row in enumerate(states)
+        for j in range(len(row))
+    ]
+    score = summarise_scores([s for row in states for s in row], examples, resamples=50)
+    assert 0.0 <= score.auc <= 1.0
+    assert 0.0 <= score.auc_ci[0] <= score.auc_ci[1] <= 1.0
+    assert score.states == len(states) and score.positives == len(states)
