@@ -54,9 +54,10 @@ def rule_map_scores(transitions: list, examples: list) -> list[float]:
     out = []
     for ex in examples:
         m = maps[(ex["episode"], ex["t"])]
-        dest = known_exit(m, m.place, ex["action"])
-        base = rule_score(ex)
-        out.append(base - 0.3 if base in (0.6, 0.8) and dest in m.visited else base)
+        a = str(ex["action"]).strip().lower()
+        walks = a.startswith(("move ", "open door to "))
+        back = walks and known_exit(m, m.place, a) in m.visited
+        out.append(rule_score(ex) - (0.3 if back else 0.0))
     return out
 
 
@@ -81,21 +82,23 @@ def main() -> None:
     )
     from smcplan.train.data import read_shard
 
-    rows = read_shard(args.data).transitions
-    rows = random.Random(args.seed).sample(rows, min(args.states, len(rows)))
+    shard = read_shard(args.data).transitions
+    rows = random.Random(args.seed).sample(shard, min(args.states, len(shard)))
     examples = critic_examples(critic_labels(rows), negatives_per_state=None)
     result = {"data": str(args.data), "states": len(rows), "n": len(examples)}
-    if args.rule:
-        rule = [rule_score(ex) for ex in examples]
-        score = summarise_scores(rule, examples, seed=args.seed)
+    rules = (
+        {
+            "rule": [rule_score(ex) for ex in examples],
+            "rule+map": rule_map_scores(shard, examples),
+        }
+        if args.rule
+        else {}
+    )
+    for name, scores in rules.items():
+        score = summarise_scores(scores, examples, seed=args.seed)
         lo, hi = score.auc_ci
-        print(f"rule: n={score.n} AUC={score.auc:.3f} [{lo:.3f}, {hi:.3f}]", flush=True)
-        result["rule"] = {**score.to_dict(), "scores": rule}
-        mapped = rule_map_scores(read_shard(args.data).transitions, examples)
-        score = summarise_scores(mapped, examples, seed=args.seed)
-        lo, hi = score.auc_ci
-        print(f"rule+map: n={score.n} AUC={score.auc:.3f} [{lo:.3f}, {hi:.3f}]", flush=True)
-        result["rule+map"] = {**score.to_dict(), "scores": mapped}
+        print(f"{name}: n={score.n} AUC={score.auc:.3f} [{lo:.3f}, {hi:.3f}]", flush=True)
+        result[name] = {**score.to_dict(), "scores": scores}
     critics = [] if args.skip_prompted else [("prompted", None)]
     critics += [("trained", args.adapter)] if args.adapter else []
     for name, adapter in critics:
