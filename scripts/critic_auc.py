@@ -14,7 +14,11 @@ observation alone (``take coin`` 1, ``look around`` at the first step 0.9, ``ope
 state ties, so it shows how far a critic gets without knowing the hidden map.  It also scores
 ``rule+map``: the same, but a move or door that leads (by the place map read from the episode's
 earlier gold steps, ``smcplan.planning.places``) into a room already visited scores 0.3 / 0.5
-instead of 0.6 / 0.8: what the history adds.
+instead of 0.6 / 0.8: what the history adds.  And ``ceiling``, which reads the labels
+(:func:`ceiling_scores`): an upper estimate of what any critic that sees the observation and the
+history can reach on these labels.  ``--features TRAIN_SHARD`` learns a table critic from
+another gold shard (:func:`feature_scores`: the share of gold actions per action kind, door
+state and "a closed door is left in the room") and scores it: what a learner can reach.
 """
 
 from __future__ import annotations
@@ -37,9 +41,10 @@ def rule_score(example: dict) -> float:
     return 0.6 if a.startswith("move ") else 0.0
 
 
-def rule_map_scores(transitions: list, examples: list) -> list[float]:
-    """The ``rule+map`` score of each labelled example (module docstring)."""
-    from smcplan.planning.places import PlaceMap, known_exit, read_step
+def _maps(transitions: list) -> dict:
+    """The place map before each gold step, ``{(episode, t): PlaceMap}``, read from the
+    episode's earlier real observations."""
+    from smcplan.planning.places import PlaceMap, read_step
 
     episodes: dict = {}
     for tr in transitions:
@@ -51,14 +56,97 @@ def rule_map_scores(transitions: list, examples: list) -> list[float]:
         for tr in steps:
             maps[(name, tr["t"])] = m
             m = read_step(m, tr["action"], tr["next_observation"], "twx")
-    out = []
+    return maps
+
+
+def _walks_back(m, action: str) -> bool:
+    from smcplan.planning.places import known_exit
+
+    a = str(action).strip().lower()
+    return a.startswith(("move ", "open door to ")) and known_exit(m, m.place, a) in m.visited
+
+
+def rule_map_scores(transitions: list, examples: list) -> list[float]:
+    """The ``rule+map`` score of each labelled example (module docstring)."""
+    maps = _maps(transitions)
+    return [
+        rule_score(ex) - (0.3 if _walks_back(maps[(ex["episode"], ex["t"])], ex["action"]) else 0)
+        for ex in examples
+    ]
+
+
+def ceiling_scores(transitions: list, examples: list) -> list[float]:
+    """``ceiling``: ``1/k`` for each of the ``k`` actions of a state that look like its gold
+    action (the same :func:`rule_score` kind and the same ``rule+map`` walk-back flag), 0 for
+    the rest: the posterior that an action is the gold one when look-alikes are exchangeable.  It
+    reads the labels, so it is no critic: it is the AUC of a critic that separates everything
+    the observation and the history separate and nothing else (the gold move ties with the
+    other moves into unvisited rooms), ranking a state's look-alikes by how few they are (1/k
+    orders them better than a flat 1: a state with fewer look-alikes costs fewer ties), an upper
+    estimate for these labels under that exchangeability."""
+    maps = _maps(transitions)
+
+    def looks(ex: dict) -> tuple:
+        return rule_score(ex), _walks_back(maps[(ex["episode"], ex["t"])], ex["action"])
+
+    gold = {(ex["episode"], ex["t"]): looks(ex) for ex in examples if ex["label"]}
+    alike = [looks(ex) == gold[(ex["episode"], ex["t"])] for ex in examples]
+    size: dict = {}
+    for ex, same in zip(examples, alike, strict=True):
+        size[(ex["episode"], ex["t"])] = size.get((ex["episode"], ex["t"]), 0) + same
+    return [
+        1.0 / size[(ex["episode"], ex["t"])] if same else 0.0
+        for ex, same in zip(examples, alike, strict=True)
+    ]
+
+
+def action_feature(m, example: dict) -> tuple[str, bool]:
+    """``--features``: what the observation and the history say about one action, ``(kind,
+    closed_door_left)``: kind is ``take``, ``look0`` (the first step) / ``look``,
+    ``open_closed`` / ``open_open`` / ``open_unknown`` (the door's state by the place map),
+    ``close``, ``move_closed`` (into a closed door), ``move_back`` (into a visited room),
+    ``move_new``, or the action itself; ``closed_door_left``: the room has a closed door."""
+    a = str(example["action"]).strip().lower()
+    doors = {d: state for (p, d), state in m.doors.items() if p == m.place}
+    closed_left = "closed" in doors.values()
+    if a == "take coin":
+        kind = "take"
+    elif a == "look around":
+        kind = "look0" if example["t"] == 0 else "look"
+    elif a.startswith("open door to "):
+        kind = "open_" + doors.get(a.split()[-1], "unknown")
+    elif a.startswith("close door to "):
+        kind = "close"
+    elif a.startswith("move "):
+        if doors.get(a.split()[-1]) == "closed":
+            kind = "move_closed"
+        else:
+            kind = "move_back" if _walks_back(m, a) else "move_new"
+    else:
+        kind = a
+    return kind, closed_left
+
+
+def feature_scores(train: list, transitions: list, examples: list) -> tuple[list[float], dict]:
+    """``--features``: a table critic learned from the ``train`` gold transitions, the share of
+    gold actions among the training actions with each :func:`action_feature` value (add-1/2
+    smoothed; an unseen value scores 0); returns the scores of ``examples`` and the table."""
+    from smcplan.train.critic import critic_examples, critic_labels
+
+    train_maps = _maps(train)
+    counts: dict = {}
+    for ex in critic_examples(critic_labels(train), negatives_per_state=None):
+        f = action_feature(train_maps[(ex["episode"], ex["t"])], ex)
+        gold, seen = counts.get(f, (0, 0))
+        counts[f] = (gold + ex["label"], seen + 1)
+    maps = _maps(transitions)
+    scores = []
     for ex in examples:
-        m = maps[(ex["episode"], ex["t"])]
-        a = str(ex["action"]).strip().lower()
-        walks = a.startswith(("move ", "open door to "))
-        back = walks and known_exit(m, m.place, a) in m.visited
-        out.append(rule_score(ex) - (0.3 if back else 0.0))
-    return out
+        f = action_feature(maps[(ex["episode"], ex["t"])], ex)
+        gold, seen = counts.get(f, (0, -1))
+        scores.append((gold + 0.5) / (seen + 1) if seen >= 0 else 0.0)
+    table = {f"{k} closed_left={c}": v for (k, c), v in sorted(counts.items())}
+    return scores, table
 
 
 def main() -> None:
@@ -71,6 +159,12 @@ def main() -> None:
     ap.add_argument("--out", type=Path)
     ap.add_argument("--skip-prompted", action="store_true", help="score the adapter only")
     ap.add_argument("--rule", action="store_true", help="also score the action-kind rule")
+    ap.add_argument(
+        "--features",
+        type=Path,
+        metavar="TRAIN_SHARD",
+        help="also score a table critic learned from this gold shard (feature_scores)",
+    )
     args = ap.parse_args()
 
     from smcplan.llm import load_model
@@ -90,6 +184,7 @@ def main() -> None:
         {
             "rule": [rule_score(ex) for ex in examples],
             "rule+map": rule_map_scores(shard, examples),
+            "ceiling": ceiling_scores(shard, examples),
         }
         if args.rule
         else {}
@@ -99,6 +194,17 @@ def main() -> None:
         lo, hi = score.auc_ci
         print(f"{name}: n={score.n} AUC={score.auc:.3f} [{lo:.3f}, {hi:.3f}]", flush=True)
         result[name] = {**score.to_dict(), "scores": scores}
+    if args.features:
+        scores, table = feature_scores(read_shard(args.features).transitions, shard, examples)
+        score = summarise_scores(scores, examples, seed=args.seed)
+        lo, hi = score.auc_ci
+        print(f"features: n={score.n} AUC={score.auc:.3f} [{lo:.3f}, {hi:.3f}]", flush=True)
+        result["features"] = {
+            **score.to_dict(),
+            "train": str(args.features),
+            "table": table,
+            "scores": scores,
+        }
     critics = [] if args.skip_prompted else [("prompted", None)]
     critics += [("trained", args.adapter)] if args.adapter else []
     for name, adapter in critics:

@@ -90,6 +90,29 @@ def test_auc_by_hand():
     assert auc([0.1, 0.9], [1, 0]) == 0.0
     with pytest.raises(InvalidArgumentError, match="both classes"):
         auc([0.5, 0.6], [1, 1])
+    with pytest.raises(InvalidArgumentError, match="one label each"):
+        auc([0.5, 0.6, 0.7], [1, 0])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from([0.0, 0.1, 0.5, 0.7, 1.0]), st.booleans()),
+        min_size=2,
+        max_size=40,
+    ).filter(lambda rows: 0 < sum(y for _, y in rows) < len(rows))
+)
+def test_auc_from_ranks_is_the_pair_count(rows):
+    """The rank-sum AUC equals the Mann-Whitney pair count exactly (few distinct scores, so
+    ties are common): both numerators are multiples of 1/2, exact in float64, and each side is
+    one correctly rounded division of the same rational."""
+    from fractions import Fraction
+
+    scores, labels = [s for s, _ in rows], [int(y) for _, y in rows]
+    pos = [s for s, y in rows if y]
+    neg = [s for s, y in rows if not y]
+    twice_wins = sum(2 * (p > n) + (p == n) for p in pos for n in neg)
+    assert auc(scores, labels) == float(Fraction(twice_wins, 2 * len(pos) * len(neg)))
 
 
 def test_summarise_scores_by_hand():
