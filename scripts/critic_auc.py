@@ -15,8 +15,8 @@ state ties, so it shows how far a critic gets without knowing the hidden map.  I
 ``rule+map``: the same, but a move or door that leads (by the place map read from the episode's
 earlier gold steps, ``smcplan.planning.places``) into a room already visited scores 0.3 / 0.5
 instead of 0.6 / 0.8: what the history adds.  And ``ceiling``, which reads the labels
-(:func:`ceiling_scores`): an upper estimate of what any critic that sees the observation and the
-history can reach on these labels.  ``--features TRAIN_SHARD`` learns a table critic from
+(:func:`ceiling_scores`): an upper estimate of what a critic that sees only the table critic's
+features can reach on these labels.  ``--features TRAIN_SHARD`` learns a table critic from
 another gold shard (:func:`feature_scores`: the share of gold actions per action kind, door
 state and "a closed door is left in the room") and scores it: what a learner can reach.
 """
@@ -77,17 +77,17 @@ def rule_map_scores(transitions: list, examples: list) -> list[float]:
 
 def ceiling_scores(transitions: list, examples: list) -> list[float]:
     """``ceiling``: ``1/k`` for each of the ``k`` actions of a state that look like its gold
-    action (the same :func:`rule_score` kind and the same ``rule+map`` walk-back flag), 0 for
-    the rest: the posterior that an action is the gold one when look-alikes are exchangeable.  It
-    reads the labels, so it is no critic: it is the AUC of a critic that separates everything
-    the observation and the history separate and nothing else (the gold move ties with the
-    other moves into unvisited rooms), ranking a state's look-alikes by how few they are (1/k
-    orders them better than a flat 1: a state with fewer look-alikes costs fewer ties), an upper
-    estimate for these labels under that exchangeability."""
+    action (the same :func:`action_feature`), 0 for the rest: the posterior that an action is
+    the gold one when look-alikes are exchangeable.  It reads the labels, so it is no critic: it
+    is the AUC of a critic that knows which feature value is gold in each state and cannot tell
+    actions with the same value apart (the gold move ties with the other moves into unvisited
+    rooms), ranking a state's look-alikes by how few they are (1/k orders them better than a
+    flat 1: a state with fewer look-alikes costs fewer ties): an upper estimate for critics that
+    see what the features see."""
     maps = _maps(transitions)
 
     def looks(ex: dict) -> tuple:
-        return rule_score(ex), _walks_back(maps[(ex["episode"], ex["t"])], ex["action"])
+        return action_feature(maps[(ex["episode"], ex["t"])], ex)
 
     gold = {(ex["episode"], ex["t"]): looks(ex) for ex in examples if ex["label"]}
     alike = [looks(ex) == gold[(ex["episode"], ex["t"])] for ex in examples]
