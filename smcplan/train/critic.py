@@ -40,6 +40,8 @@ import random
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
+from itertools import groupby
+from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -161,15 +163,11 @@ def auc(scores: Sequence[float], labels: Sequence[int]) -> float:
         raise InvalidArgumentError(
             f"AUC needs both classes; got {n_pos} positives and {n_neg} negatives"
         )
-    order = sorted(range(len(ys)), key=lambda j: scores[j])
-    rank_sum, i = 0.0, 0
-    while i < len(order):
-        k = i
-        while k + 1 < len(order) and scores[order[k + 1]] == scores[order[i]]:
-            k += 1
-        mid = (i + k) / 2 + 1  # the mean of ranks i+1 .. k+1
-        rank_sum += mid * sum(ys[order[j]] for j in range(i, k + 1))
-        i = k + 1
+    rank_sum, below = 0.0, 0
+    for _, tied in groupby(sorted(zip(scores, ys, strict=True), key=itemgetter(0)), itemgetter(0)):
+        flags = [y for _, y in tied]
+        rank_sum += (below + (len(flags) + 1) / 2) * sum(flags)  # mean of ranks below+1..+m
+        below += len(flags)
     return (rank_sum - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
 
 
