@@ -19,6 +19,8 @@ instead of 0.6 / 0.8: what the history adds.  And ``ceiling``, which reads the l
 features can reach on these labels.  ``--features TRAIN_SHARD`` learns a table critic from
 another gold shard (:func:`feature_scores`: the share of gold actions per action kind, door
 state and "a closed door is left in the room") and scores it: what a learner can reach.
+``--map-notes`` gives the language-model critics each action's map note (the prompts of a
+critic trained with ``smcplan train critic --opt map_notes=true``).
 """
 
 from __future__ import annotations
@@ -160,6 +162,12 @@ def main() -> None:
     ap.add_argument("--skip-prompted", action="store_true", help="score the adapter only")
     ap.add_argument("--rule", action="store_true", help="also score the action-kind rule")
     ap.add_argument(
+        "--map-notes",
+        action="store_true",
+        help="give the critics each action's map note (smcplan.agents.map_notes), as a critic "
+        "trained with --opt map_notes=true saw them",
+    )
+    ap.add_argument(
         "--features",
         type=Path,
         metavar="TRAIN_SHARD",
@@ -178,8 +186,18 @@ def main() -> None:
 
     shard = read_shard(args.data).transitions
     rows = random.Random(args.seed).sample(shard, min(args.states, len(shard)))
-    examples = critic_examples(critic_labels(rows), negatives_per_state=None)
-    result = {"data": str(args.data), "states": len(rows), "n": len(examples)}
+    maps = None
+    if args.map_notes:
+        from smcplan.agents.map_notes import episode_maps
+
+        maps = episode_maps(shard, read_shard(args.data).header.get("env") or "auto")
+    examples = critic_examples(critic_labels(rows, maps), negatives_per_state=None)
+    result = {
+        "data": str(args.data),
+        "states": len(rows),
+        "n": len(examples),
+        "map_notes": args.map_notes,
+    }
     rules = (
         {
             "rule": [rule_score(ex) for ex in examples],

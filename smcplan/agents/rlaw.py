@@ -44,10 +44,13 @@ Imports the agents' shared parts and, lazily, ``smcplan.llm``; never ``smcplan.e
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from smcplan.agents.beliefs import KGBelief
 from smcplan.agents.llm_agent import Candidate, Decision, Judgement, LLMAgent
+from smcplan.agents.map_notes import MapNotes
 from smcplan.agents.matching import match_admissible
 from smcplan.agents.record import StepRecord
 from smcplan.llm.fields import JSON_TEXT, field_text, regex
@@ -230,6 +233,11 @@ class RLAWAgent(LLMAgent):
         A trained critic (``smcplan train critic``: its LoRA adapter folder), loaded as the
         critic's model with ``load_model(critic_model, adapter=critic_path)`` (``critic_model``:
         the adapter's base, default the packaged SmolLM2); the actor stays ``lm``, frozen.
+    critic_notes
+        Give the critic, with each action, what the agent's place map (read from the episode's
+        real observations) says about it (:mod:`smcplan.agents.map_notes`). ``None``
+        (default): on when the trained critic's manifest (``<critic_path>/../train.json``) says
+        it was trained with them (``smcplan train critic --opt map_notes=true``), else off.
     actor, critic
         Replace the actor (``actor(task, context, admissible, critique, seed) -> Candidate``) or
         the critic role (``critic(tasks, contexts, thoughts, actions, seed=) -> [Critique]``).
@@ -257,6 +265,7 @@ class RLAWAgent(LLMAgent):
         critic_lm: LanguageModel | None = None,
         critic_path: str | None = None,
         critic_model: str | None = None,
+        critic_notes: bool | None = None,
         actor: Any = None,
         critic: Any = None,
         context: str | None = None,
@@ -289,6 +298,12 @@ class RLAWAgent(LLMAgent):
 
             critic_lm = load_model(critic_model, adapter=critic_path)
         self.critic_path = None if critic_path is None else str(critic_path)
+        if critic_notes is None:
+            critic_notes = trained_with_notes(critic_path)
+        elif not isinstance(critic_notes, bool):
+            raise ValueError(f"critic_notes must be true or false; got {critic_notes!r}")
+        self.critic_notes = critic_notes
+        self._map_notes: MapNotes | None = None
         self.use_critic = bool(use_critic)
         self.tau = float(tau)
         self.max_regenerations = int(max_regenerations)
@@ -319,6 +334,10 @@ class RLAWAgent(LLMAgent):
 
     # ------------------------------------------------------------------ return bookkeeping
     def on_reset(self, task: str, observation: str, admissible: list[str]) -> None:
+        if self.critic_notes:
+            env_kind = getattr(getattr(self.belief, "extractor", None), "_rules", None)
+            self._map_notes = MapNotes(env_kind or "auto")
+            self._map_notes.reset(observation)
         self.episode_rewards = []
         self.episode_return = 0.0
         self._score = 0.0
@@ -348,6 +367,8 @@ class RLAWAgent(LLMAgent):
         self, observation: str, admissible: list[str], info: dict[str, Any], rec: StepRecord
     ) -> Decision:
         r_env_prev = self._close_step(float(info.get("score", self._score) or 0.0))
+        if self._map_notes is not None and self.last_action is not None:
+            self._map_notes.update(self.last_action, observation)
         ctx = self.context(observation)
         if isinstance(self.belief, KGBelief):
             rec.extra["kg_retrieved"] = [f"({s}, {r}, {o})" for s, r, o in ctx.triplets]
@@ -387,8 +408,13 @@ class RLAWAgent(LLMAgent):
 
     def judge(self, situation: str, cand: Candidate, rec: StepRecord) -> Judgement:
         """The critic on one proposal: accept iff ``critique_score >= tau``."""
+        notes = {}
+        if self._map_notes is not None:
+            notes["notes"] = self._map_notes.notes([cand.action])
+            rec.extra.setdefault("critic_notes", []).append(notes["notes"][0])
         (c,) = self.critic(
-            [self.task], [situation], [cand.thought], [cand.action], seed=self.next_seed()
+            [self.task], [situation], [cand.thought], [cand.action], seed=self.next_seed(),
+            **notes,
         )
         score = float(c.critique_score)
         rec.critiqued(score)
@@ -399,3 +425,15 @@ class RLAWAgent(LLMAgent):
             "critic",
             {"logic_check": bool(c.logic_check), "safety_check": bool(c.safety_check)},
         )
+
+
+def trained_with_notes(critic_path: str | None) -> bool:
+    """Whether the trained critic at ``critic_path`` (an adapter folder of ``smcplan train
+    critic``) was trained with map notes: its manifest ``<critic_path>/../train.json`` says
+    ``"map_notes": true``; False without a path or a manifest."""
+    if critic_path is None:
+        return False
+    manifest = Path(critic_path).parent / "train.json"
+    if not manifest.is_file():
+        return False
+    return bool(json.loads(manifest.read_text(encoding="utf-8")).get("map_notes", False))

@@ -18,7 +18,11 @@ thought ``"I will <action>."`` (shards hold no actor thoughts), and the completi
 JSON, ``{"logic_check": true, "safety_check": true, "critique_score": 1.0 | 0.0, "reason":
 ...}``: the label is carried by the score, so a trained critic accepts (``score >= tau = 0.7``)
 the actions it believes lie on the optimal path.  Negatives are subsampled to
-``negatives_per_state`` per state (default 2) to keep the classes near balance.
+``negatives_per_state`` per state (default 2) to keep the classes near balance.  With
+``map_notes=True`` each prompt also says what the agent's place map, read from the episode's
+earlier real observations, says about the action (:mod:`smcplan.agents.map_notes`: the state
+of its door, whether it leads back to a visited room, the closed doors left); the manifest
+records it and the RLAW agent then gives its critic the same notes.
 
 **Training**: RLAW's hyperparameters: LoRA r = 16, alpha = 32 on W_q, W_k, W_v, W_o, AdamW
 lr 2e-4 with a cosine schedule down to 1e-5 (``cosine_with_min_lr``), weight decay 0.01, 3
@@ -75,14 +79,29 @@ REASONS = {
 }
 
 
-def critic_labels(transitions: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``{"episode", "t", "task", "observation", "facts", "action", "label"}`` for every
-    admissible action of every state of gold-path ``transitions`` (module docstring)."""
+def critic_labels(
+    transitions: Iterable[dict[str, Any]], maps: dict[tuple[str, int], Any] | None = None
+) -> list[dict[str, Any]]:
+    """``{"episode", "t", "task", "observation", "facts", "action", "label", "note"}`` for every
+    admissible action of every state of gold-path ``transitions`` (module docstring).
+
+    ``maps`` (:func:`smcplan.agents.map_notes.episode_maps` of the *whole* shard, so that a
+    sample of its states still has each state's history) adds each action's map note
+    (:func:`smcplan.agents.map_notes.action_note`, what a critic with ``notes`` sees at run
+    time); without it every note is empty and the prompt is the plain one."""
+    from smcplan.agents.map_notes import action_note
+
     out = []
     for tr in transitions:
         admissible = list(tr.get("admissible") or [])
         if tr["action"] not in admissible:
             admissible.append(tr["action"])
+        m = None if maps is None else maps.get((str(tr["episode"]), int(tr["t"])))
+        if maps is not None and m is None:
+            raise InvalidArgumentError(
+                f"maps: no place map for {tr['episode']} t={tr['t']}; build them with "
+                "episode_maps(<the whole shard>)"
+            )
         for a in admissible:
             out.append(
                 {
@@ -93,6 +112,7 @@ def critic_labels(transitions: Iterable[dict[str, Any]]) -> list[dict[str, Any]]
                     "facts": tr.get("facts", []),
                     "action": a,
                     "label": int(a == tr["action"]),
+                    "note": "" if m is None else action_note(m, a, first_step=tr["t"] == 0),
                 }
             )
     return out
@@ -109,6 +129,7 @@ def _prompt(row: dict[str, Any]) -> list[dict[str, str]]:
         context=situation,
         thought=f"I will {row['action']}.",
         action=row["action"],
+        note=row.get("note", ""),
     )
 
 
@@ -140,6 +161,7 @@ def critic_examples(
                     "episode": r["episode"],
                     "t": r["t"],
                     "action": r["action"],
+                    "note": r.get("note", ""),
                 }
             )
     return out
@@ -286,14 +308,18 @@ def train_critic(
     max_examples: int | None = None,
     resume: bool = False,
     seed: int = 0,
+    map_notes: bool = False,
 ) -> dict[str, Any]:
-    """Label, build examples and fine-tune the critic (module docstring); writes
+    """Label, build examples and fine-tune the critic (module docstring); ``map_notes``: each
+    prompt carries its action's map note (:mod:`smcplan.agents.map_notes`; run the RLAW agent
+    with ``critic_notes=True``, which the manifest's ``map_notes`` says); writes
     ``<out>/examples.jsonl``, ``<out>/adapter`` (load it with ``agents.make("rlaw", ...,
     critic_path=<out>/adapter)``) and ``<out>/train.json``."""
     from smcplan.llm.finetune import LoraSettings, SFTSettings, sft_dataset, train_sft
 
     transitions, headers = _read(shards)
-    examples = critic_examples(critic_labels(transitions), negatives_per_state, seed)
+    maps = _maps(transitions, headers) if map_notes else None
+    examples = critic_examples(critic_labels(transitions, maps), negatives_per_state, seed)
     examples, out = subsample_and_save(examples, max_examples, seed, out)
     settings = settings or SFTSettings(
         learning_rate=2e-4,
@@ -309,8 +335,17 @@ def train_critic(
     result = train_sft(model, sft_dataset(examples), out, settings, lora=lora, resume=resume)
     positives = sum(ex["label"] for ex in examples)
     return write_sft_manifest(
-        out, "critic", model, result, examples, headers, positives=positives
+        out, "critic", model, result, examples, headers, positives=positives, map_notes=map_notes
     )
+
+
+def _maps(transitions: list[dict[str, Any]], headers: list[dict[str, Any]]) -> dict:
+    """The place maps of every state of ``transitions`` (their episodes' own steps), read with
+    the rules of the shards' environment."""
+    from smcplan.agents.map_notes import episode_maps
+
+    envs = {str(h.get("env") or "auto") for h in headers}
+    return episode_maps(transitions, envs.pop() if len(envs) == 1 else "auto")
 
 
 _OPTIONS = {
@@ -322,13 +357,15 @@ _OPTIONS = {
     "grad_accum",
     "threads",
     "warmup_steps",
+    "map_notes",
 }
 
 
 def run(request: Any) -> dict[str, Any]:
     """``smcplan train critic``: the registry entry; ``--opt`` keys ``negatives_per_state``,
     ``max_examples``, ``lora_r``, ``lora_alpha``, ``max_length``, ``grad_accum`` (default 16:
-    with ``--batch-size 4`` the paper's effective batch 64), ``threads``, ``warmup_steps``."""
+    with ``--batch-size 4`` the paper's effective batch 64), ``threads``, ``warmup_steps``,
+    ``map_notes`` (true: the prompts carry the map notes)."""
     from smcplan.llm.finetune import LoraSettings, SFTSettings
 
     opts = dict(request.options)
@@ -365,4 +402,11 @@ def run(request: Any) -> dict[str, Any]:
         max_examples=opts.get("max_examples"),
         resume=request.resume,
         seed=request.seed,
+        map_notes=_flag(opts.get("map_notes", False)),
     )
+
+
+def _flag(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    raise InvalidArgumentError(f"--opt map_notes={value!r}: give map_notes=true or false")

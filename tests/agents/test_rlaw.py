@@ -34,7 +34,8 @@ class ScriptedCritic(Critic):
         self.scores = list(scores)
         self.calls: list[tuple[str, str]] = []
 
-    def __call__(self, tasks, contexts, thoughts, actions, seed=None):
+    def __call__(self, tasks, contexts, thoughts, actions, seed=None, notes=None):
+        self.notes = notes
         out = []
         for z, a in zip(thoughts, actions, strict=True):
             score = self.scores[min(len(self.calls), len(self.scores) - 1)]
@@ -217,9 +218,7 @@ def test_rlaw_plays_textworld_express_coin_with_admissible_actions_and_consisten
 @pytest.mark.slow
 def test_rlaw_with_smollm2_plays_a_short_coin_episode(coin_env):
     lm = smollm2()
-    agent = make(
-        "rlaw", lm=lm, seed=0, thought_tokens=24, action_tokens=12, max_regenerations=1
-    )
+    agent = make("rlaw", lm=lm, seed=0, thought_tokens=24, action_tokens=12, max_regenerations=1)
     played = play(agent, coin_env, lm, seed=10000, max_steps=2)
     for p in played:
         meta = check_record(p, agent="rlaw", context="kg")
@@ -227,3 +226,34 @@ def test_rlaw_with_smollm2_plays_a_short_coin_episode(coin_env):
         assert all(0.0 <= c <= 1.0 for c in meta["critic_scores"])
         assert meta["r_critique"] in meta["critic_scores"]
     assert len(agent.episode_rewards) == len(played)
+
+
+def test_critic_notes_give_the_critic_what_the_map_says_about_the_proposal(tiny_lm, coin_env):
+    """``critic_notes=True``: the critic is asked with the proposal's map note, read from the
+    episode's real observations (the first step: "No step has been taken yet; ...")."""
+    from smcplan.agents.map_notes import MapNotes
+
+    critic = ScriptedCritic(tiny_lm, [0.9])
+    agent = RLAWAgent(tiny_lm, seed=0, critic=critic, critic_notes=True)
+    step, _ = _one_step(agent, coin_env, seed=10000)
+    obs, _ = coin_env.reset(10000)
+    expected = MapNotes("twx:coin")
+    expected.reset(obs)
+    assert critic.notes == expected.notes([step.action])
+    assert critic.notes[0].startswith("No step has been taken yet;")
+    assert step.meta["critic_notes"] == critic.notes
+    plain = ScriptedCritic(tiny_lm, [0.9])
+    _one_step(RLAWAgent(tiny_lm, seed=0, critic=plain), coin_env, seed=10000)
+    assert plain.notes is None  # off by default: the prompt stays the plain one
+    with pytest.raises(ValueError, match="critic_notes"):
+        RLAWAgent(tiny_lm, critic=plain, critic_notes="yes")
+
+
+def test_a_trained_critics_manifest_turns_its_notes_on(tmp_path):
+    from smcplan.agents.rlaw import trained_with_notes
+
+    adapter = tmp_path / "critic" / "adapter"
+    adapter.mkdir(parents=True)
+    assert trained_with_notes(None) is False and trained_with_notes(str(adapter)) is False
+    (tmp_path / "critic" / "train.json").write_text('{"map_notes": true}', encoding="utf-8")
+    assert trained_with_notes(str(adapter)) is True

@@ -194,6 +194,30 @@ def test_critic_output_is_schema_valid(tiny):
         jsonschema.validate(c.to_dict(), schema)
 
 
+def test_critic_notes_are_one_line_more_of_the_prompt(tiny):
+    """A note per action adds its line to that action's prompt (the same sample as without
+    notes when every note is empty); a column of the wrong length is an error."""
+    critic = Critic(tiny, temperature=0.0, settings={"max_new_tokens": 8})
+    args = (["t"] * 2, OBS[:2], ["z"] * 2, ["take coin", "look"])
+    assert critic(*args, seed=1) == critic(*args, seed=1, notes=["", ""])
+    seen: list = []
+    sample = tiny.sample
+
+    def spy(prompts, *a, **k):
+        seen.extend(p[-1]["content"] for p in prompts)
+        return sample(prompts, *a, **k)
+
+    tiny.sample = spy
+    try:
+        critic(*args, seed=1, notes=["The door to the north is closed.", ""])
+    finally:
+        del tiny.sample
+    assert "What the agent's map says: The door to the north is closed.\nGive" in seen[0]
+    assert "map says" not in seen[1]
+    with pytest.raises(ValueError, match="differ in length"):
+        critic(*args, notes=["one"])
+
+
 def test_rlaw_actor_answers_json_with_an_admissible_action(tiny):
     role = RLAWActor(tiny)
     out = role(["t"] * 3, OBS, ACTIONS, critiques=[None, "too slow", None], seed=5)

@@ -134,6 +134,31 @@ def test_summarise_scores_by_hand():
         summarise_scores([0.5], examples)
 
 
+def test_map_notes_go_into_the_prompt_of_each_action():
+    from smcplan.agents.map_notes import action_note, episode_maps
+
+    transitions = _transitions()
+    # TextWorldExpress writes a room's exits on a line of their own, which its rules read
+    transitions[0]["observation"] = OBS[0].replace(". To the", ". \nTo the") + " "
+    plain = critic_examples(critic_labels(transitions), negatives_per_state=None)
+    assert all(ex["note"] == "" for ex in plain)
+    assert all("map says" not in ex["prompt"][-1]["content"] for ex in plain)
+    maps = episode_maps(transitions, "twx:coin")
+    noted = critic_examples(critic_labels(transitions, maps), negatives_per_state=None)
+    for ex, bare in zip(noted, plain, strict=True):
+        want = action_note(maps[(ex["episode"], ex["t"])], ex["action"], first_step=ex["t"] == 0)
+        assert ex["note"] == want != ""
+        user = ex["prompt"][-1]["content"]
+        # the plain prompt with one line more, after the action
+        assert user == bare["prompt"][-1]["content"].replace(
+            "\nGive your critique", f"\nWhat the agent's map says: {want}\nGive your critique"
+        )
+    west = next(ex for ex in noted if ex["t"] == 0 and ex["action"] == "move west")
+    assert west["note"].startswith("No step has been taken yet; it leads to the hallway")
+    with pytest.raises(InvalidArgumentError, match="no place map"):
+        critic_labels(transitions, {})
+
+
 def test_bad_shards_and_options_are_refused(tmp_path):
     from smcplan.train.critic import run
     from smcplan.train.registry import TrainRequest
@@ -148,6 +173,9 @@ def test_bad_shards_and_options_are_refused(tmp_path):
         )
     with pytest.raises(InvalidArgumentError, match="--data"):
         run(TrainRequest("critic", tmp_path / "out"))
+    gold = _gold_shard(tmp_path / "gold.jsonl")
+    with pytest.raises(InvalidArgumentError, match="map_notes='yes'"):
+        run(TrainRequest("critic", tmp_path / "out", data=[gold], options={"map_notes": "yes"}))
 
 
 @pytest.mark.slow
@@ -181,6 +209,7 @@ def test_a_training_step_and_the_adapter_plugs_into_rlaw(tmp_path):
     assert len(scores) == 5 and all(0.0 <= s <= 1.0 for s in scores)
     agent = make("rlaw", lm=tiny_model(), critic_path=adapter, critic_model=base)
     assert agent.critic_path == adapter and agent.critic.lm is not agent.lm
+    assert manifest["map_notes"] is False and agent.critic_notes is False
 
 
 @settings(max_examples=50, deadline=None)

@@ -138,9 +138,13 @@ class Critique:
 
 
 class Critic(Role):
-    """``critic(tasks, contexts, thoughts, actions) -> [Critique]`` (one batched JSON call).
+    """``critic(tasks, contexts, thoughts, actions, notes=None) -> [Critique]`` (one batched
+    JSON call).
 
-    ``temperature=0`` (default) decodes greedily: a deterministic judge.
+    ``temperature=0`` (default) decodes greedily: a deterministic judge.  ``notes`` (one per
+    action, or None) add a line of what the agent's place map says about each action
+    (:mod:`smcplan.agents.map_notes`; a critic trained with them must be given them); an empty
+    note adds nothing, so the prompt is then the one without notes.
     """
 
     asset_name = "critic"
@@ -156,17 +160,24 @@ class Critic(Role):
         thoughts: Sequence[str],
         actions: Sequence[str],
         seed: int | None = None,
+        notes: Sequence[str] | None = None,
     ) -> list[Critique]:
         if (
             check_lengths(
-                "Critic", tasks=tasks, contexts=contexts, thoughts=thoughts, actions=actions
+                "Critic",
+                tasks=tasks,
+                contexts=contexts,
+                thoughts=thoughts,
+                actions=actions,
+                notes=notes,
             )
             == 0
         ):
             return []
+        notes = [""] * len(actions) if notes is None else list(notes)
         prompts = [
-            self.assets.messages(task=t, context=c, thought=z, action=a)
-            for t, c, z, a in zip(tasks, contexts, thoughts, actions, strict=True)
+            self.assets.messages(task=t, context=c, thought=z, action=a, note=n)
+            for t, c, z, a, n in zip(tasks, contexts, thoughts, actions, notes, strict=True)
         ]
         budget = token_budget(self.assets.schema, self.assets.settings["max_new_tokens"])
         samples = self.lm.sample(
