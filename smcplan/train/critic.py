@@ -358,6 +358,7 @@ _OPTIONS = {
     "threads",
     "warmup_steps",
     "map_notes",
+    "adam_beta2",
 }
 
 
@@ -365,7 +366,8 @@ def run(request: Any) -> dict[str, Any]:
     """``smcplan train critic``: the registry entry; ``--opt`` keys ``negatives_per_state``,
     ``max_examples``, ``lora_r``, ``lora_alpha``, ``max_length``, ``grad_accum`` (default 16:
     with ``--batch-size 4`` the paper's effective batch 64), ``threads``, ``warmup_steps``,
-    ``map_notes`` (true: the prompts carry the map notes)."""
+    ``map_notes`` (true: the prompts carry the map notes), ``adam_beta2`` (AdamW's, default
+    0.999: :class:`~smcplan.llm.finetune.SFTSettings`)."""
     from smcplan.llm.finetune import LoraSettings, SFTSettings
 
     opts = dict(request.options)
@@ -380,6 +382,7 @@ def run(request: Any) -> dict[str, Any]:
         scheduler="cosine_with_min_lr",
         min_lr=min(1e-5, lr),  # RLAW's cosine to 1e-5
         weight_decay=0.01,
+        adam_beta2=opts.get("adam_beta2", 0.999),
         epochs=request.epochs or 3.0,
         max_steps=request.max_steps,
         batch_size=request.batch_size or 4,

@@ -15,7 +15,7 @@ import time
 import numpy as np
 import pytest
 
-from smcplan.errors import InvalidArgumentError
+from smcplan.errors import InvalidArgumentError, SmcplanError
 from smcplan.llm.finetune import (
     FinetuneError,
     LoraSettings,
@@ -234,6 +234,22 @@ def test_the_cosine_schedule_stops_at_min_lr(tiny_path, tmp_path):
     ]:
         with pytest.raises(FinetuneError, match=message):
             SFTSettings(**bad).validated()
+
+
+def test_adam_beta2_reaches_the_optimizer(tiny_path, tmp_path):
+    """``adam_beta2`` is the AdamW second-moment decay of the run (transformers' 0.999 by
+    default); it must lie in [0, 1)."""
+    import torch
+
+    settings = SFTSettings(adam_beta2=0.9, max_steps=1, batch_size=2, save_steps=1, **FAST)
+    train_sft(tiny_path, sft_dataset(EXAMPLES[:2]), tmp_path, settings)
+    args = torch.load(
+        tmp_path / "checkpoints" / "checkpoint-1" / "training_args.bin", weights_only=False
+    )
+    assert args.adam_beta2 == 0.9 and SFTSettings().adam_beta2 == 0.999
+    for bad in (1.0, -0.1, True):
+        with pytest.raises(SmcplanError, match="adam_beta2"):
+            SFTSettings(adam_beta2=bad).validated()
 
 
 def test_training_continues_from_an_init_adapter(tiny_path, tmp_path):

@@ -46,7 +46,12 @@ class SFTSettings:
     """Optimisation settings (AdamW): ``learning_rate`` with a ``scheduler`` (``"cosine"``,
     ``"cosine_with_min_lr"``, ``"linear"``, ``"constant"``) after ``warmup_steps``, ``min_lr``
     (the floor of ``"cosine_with_min_lr"``: lr_t = min_lr + (lr - min_lr)(1 + cos(pi t/T))/2),
-    ``weight_decay``; ``epochs`` or, when
+    ``weight_decay``; ``adam_beta2``, the decay of AdamW's second-moment estimate v (0.999,
+    the transformers default, averages the squared gradients of the last ~1/(1 - beta2) = 1000
+    steps: in a run of a few hundred steps it still holds the large gradients of the first ones,
+    so a signal that is left once the easy tokens are learned, one label token of a 43-token
+    answer, moves the weights by lr · |g| / sqrt(v), far less than lr; 0.99 forgets in ~100
+    steps); ``epochs`` or, when
     set, ``max_steps`` optimizer steps; ``batch_size`` × ``grad_accum`` examples per step;
     ``max_length`` tokens per example (longer ones are cut); ``save_steps`` between checkpoints;
     ``seed`` (weights init of the adapter, data order, dropout); ``threads`` (CPU); ``bf16``
@@ -60,6 +65,7 @@ class SFTSettings:
     min_lr: float | None = None
     warmup_steps: int = 0
     weight_decay: float = 0.01
+    adam_beta2: float = 0.999
     epochs: float = 1.0
     max_steps: int | None = None
     batch_size: int = 4
@@ -77,6 +83,7 @@ class SFTSettings:
         check_float(self.learning_rate, "learning_rate", minimum=0.0, min_inclusive=False)
         check_float(self.epochs, "epochs", minimum=0.0, min_inclusive=False)
         check_float(self.weight_decay, "weight_decay", minimum=0.0)
+        check_float(self.adam_beta2, "adam_beta2", minimum=0.0, maximum=1.0, max_inclusive=False)
         if self.max_steps is not None:
             check_int(self.max_steps, "max_steps", minimum=1)
         for name in ("batch_size", "grad_accum", "max_length", "save_steps", "save_total_limit"):
@@ -237,6 +244,7 @@ def train_sft(
         lr_scheduler_kwargs={"min_lr": s.min_lr} if s.min_lr is not None else {},
         warmup_steps=s.warmup_steps,
         weight_decay=s.weight_decay,
+        adam_beta2=s.adam_beta2,
         num_train_epochs=s.epochs,
         max_steps=-1 if s.max_steps is None else s.max_steps,
         per_device_train_batch_size=s.batch_size,
