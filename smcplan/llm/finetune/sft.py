@@ -46,13 +46,10 @@ class SFTSettings:
     """Optimisation settings (AdamW): ``learning_rate`` with a ``scheduler`` (``"cosine"``,
     ``"cosine_with_min_lr"``, ``"linear"``, ``"constant"``) after ``warmup_steps``, ``min_lr``
     (the floor of ``"cosine_with_min_lr"``: lr_t = min_lr + (lr - min_lr)(1 + cos(pi t/T))/2),
-    ``weight_decay``; ``adam_beta2``, the decay of AdamW's second-moment estimate v (0.999,
-    the transformers default, averages the squared gradients of the last ~1/(1 - beta2) = 1000
-    steps: in a run of a few hundred steps it still holds the large gradients of the first ones,
-    so a signal that is left once the easy tokens are learned, one label token of a 43-token
-    answer, moves the weights by lr · |g| / sqrt(v), far less than lr; 0.99 forgets in ~100
-    steps); ``epochs`` or, when
-    set, ``max_steps`` optimizer steps; ``batch_size`` × ``grad_accum`` examples per step;
+    ``weight_decay``; ``adam_beta2``, the decay of AdamW's second-moment estimate (0.999, the
+    transformers default, averages the squared gradients of about the last 1/(1 - beta2) = 1000
+    steps; 0.99 about 100); ``epochs`` or, when set, ``max_steps`` optimizer steps;
+    ``batch_size`` × ``grad_accum`` examples per step;
     ``max_length`` tokens per example (longer ones are cut); ``save_steps`` between checkpoints;
     ``seed`` (weights init of the adapter, data order, dropout); ``threads`` (CPU); ``bf16``
     (``None``: bfloat16 autocast on a CUDA device that supports it, float32 otherwise: TRL's
