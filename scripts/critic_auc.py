@@ -19,7 +19,9 @@ instead of 0.6 / 0.8: what the history adds.  And ``ceiling``, which reads the l
 features can reach on these labels.  ``--features TRAIN_SHARD`` learns a table critic from
 another gold shard (:func:`feature_scores`: the share of gold actions per action kind, door
 state and "a closed door is left in the room") and scores it: what a learner can reach.
-``--map-notes`` gives the language-model critics each action's map note (the prompts of a
+``--head DIR`` scores a score-head critic (``smcplan train critic-head``; give
+``--map-notes`` when it was fitted with them, as by default).  ``--map-notes`` gives the
+language-model critics each action's map note (the prompts of a
 critic trained with ``smcplan train critic --opt map_notes=true``).
 """
 
@@ -28,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import time
 from pathlib import Path
 
 
@@ -162,6 +165,11 @@ def main() -> None:
     ap.add_argument("--skip-prompted", action="store_true", help="score the adapter only")
     ap.add_argument("--rule", action="store_true", help="also score the action-kind rule")
     ap.add_argument(
+        "--head",
+        type=Path,
+        help="also score a score-head critic (smcplan train critic-head: its <out>/head folder)",
+    )
+    ap.add_argument(
         "--map-notes",
         action="store_true",
         help="give the critics each action's map note (smcplan.agents.map_notes), as a critic "
@@ -223,6 +231,23 @@ def main() -> None:
             "table": table,
             "scores": scores,
         }
+    if args.head:
+        from smcplan.llm.roles.score_head import ScoreCritic, ScoreHead
+
+        head = ScoreHead.load(args.head)
+        lm = load_model(args.model or head.info.get("model"), adapter=head.info.get("adapter"))
+        t0 = time.perf_counter()
+        scores = ScoreCritic(lm, head).scores([ex["prompt"] for ex in examples])
+        score = summarise_scores(scores, examples, seed=args.seed, seconds=time.perf_counter() - t0)
+        lo, hi = score.auc_ci
+        print(
+            f"head: n={score.n} ({score.positives} positive, {score.states} states) "
+            f"AUC={score.auc:.3f} [{lo:.3f}, {hi:.3f}] mean score +{score.mean_positive:.3f} "
+            f"-{score.mean_negative:.3f} ({score.seconds:.0f} s)",
+            flush=True,
+        )
+        result["head"] = {**score.to_dict(), "head": str(args.head), "scores": scores}
+        del lm
     critics = [] if args.skip_prompted else [("prompted", None)]
     critics += [("trained", args.adapter)] if args.adapter else []
     for name, adapter in critics:

@@ -230,9 +230,12 @@ class RLAWAgent(LLMAgent):
     critic_temperature, critic_lm
         The critic's decoding temperature (0: greedy) and its model (default: ``lm``).
     critic_path, critic_model
-        A trained critic (``smcplan train critic``: its LoRA adapter folder), loaded as the
+        A trained critic: ``smcplan train critic``'s LoRA adapter folder, loaded as the
         critic's model with ``load_model(critic_model, adapter=critic_path)`` (``critic_model``:
-        the adapter's base, default the packaged SmolLM2); the actor stays ``lm``, frozen.
+        the adapter's base, default the packaged SmolLM2), or ``smcplan train critic-head``'s
+        head folder (:class:`smcplan.llm.roles.score_head.ScoreCritic`: the score is read off
+        a logistic head on the model's hidden state; the actor's ``lm`` serves it when it is
+        the model the head was fitted on). The actor stays ``lm``, frozen.
     critic_notes
         Give the critic, with each action, what the agent's place map (read from the episode's
         real observations) says about it (:mod:`smcplan.agents.map_notes`). ``None``
@@ -291,12 +294,21 @@ class RLAWAgent(LLMAgent):
             )
         if not 0.0 <= gamma <= 1.0:
             raise ValueError(f"gamma must be in [0, 1]; got {gamma}")
+        head = None
         if critic_path is not None:
             if critic_lm is not None:
                 raise ValueError("give critic_lm or critic_path, not both")
             from smcplan.llm import load_model
+            from smcplan.llm.roles.score_head import ScoreHead, is_score_head
 
-            critic_lm = load_model(critic_model, adapter=critic_path)
+            if is_score_head(critic_path):
+                head = ScoreHead.load(critic_path)
+                base = critic_model or head.info.get("model")
+                same = critic_model is None and head.info.get("adapter") is None
+                if not (same and getattr(self.lm, "name", None) == head.info.get("model_name")):
+                    critic_lm = load_model(base, adapter=head.info.get("adapter"))
+            else:
+                critic_lm = load_model(critic_model, adapter=critic_path)
         self.critic_path = None if critic_path is None else str(critic_path)
         if critic_notes is None:
             critic_notes = trained_with_notes(critic_path)
@@ -318,7 +330,11 @@ class RLAWAgent(LLMAgent):
                 else ScoredActor(lm, actor_temperature)
             )
         self.actor = actor
-        if self.use_critic and critic is None:
+        if self.use_critic and critic is None and head is not None:
+            from smcplan.llm.roles.score_head import ScoreCritic
+
+            critic = ScoreCritic(critic_lm if critic_lm is not None else self.lm, head)
+        elif self.use_critic and critic is None:
             from smcplan.llm import Critic
 
             critic = Critic(

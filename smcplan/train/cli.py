@@ -281,9 +281,13 @@ def _cmd_train(args: argparse.Namespace) -> int:
     )
     with stop_on_signals():
         manifest = entry(request)
-    print(
-        f"{args.command}: {manifest.get('steps', '?')} steps -> {manifest.get('weights', args.out)}"
+    done = (
+        f"{manifest['steps']} steps"
+        if "steps" in manifest
+        else f"{manifest.get('examples', '?')} examples, cross-validated AUC "
+        f"{manifest.get('cv_auc', float('nan')):.3f}"
     )
+    print(f"{args.command}: {done} -> {manifest.get('weights', args.out)}")
     return 0
 
 

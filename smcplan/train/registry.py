@@ -22,6 +22,7 @@ __all__ = ["TRAINERS", "TrainRequest", "TrainerUnavailable", "trainer", "trainer
 TRAINERS: dict[str, str] = {
     "world-model": "smcplan.train.world_model:run",
     "critic": "smcplan.train.critic:run",
+    "critic-head": "smcplan.train.critic_head:run",
     "cold-start": "smcplan.train.rlvmr:run",
     "grpo-mr": "smcplan.train.grpo_mr:run",
 }

@@ -9,8 +9,9 @@ from smcplan.train import registry
 from smcplan.train.cli import main as train_main
 
 
-def test_the_registry_names_the_four_trainers():
-    assert registry.trainer_names() == ["cold-start", "critic", "grpo-mr", "world-model"]
+def test_the_registry_names_the_trainers():
+    names = ["cold-start", "critic", "critic-head", "grpo-mr", "world-model"]
+    assert registry.trainer_names() == names
     from smcplan.train.world_model import run
 
     assert registry.trainer("world-model") is run
