@@ -266,6 +266,18 @@ def main() -> None:
             "scores": scores,
         }
         del lm
+    if "head" in result:
+        from smcplan.train.critic import auc_difference
+
+        paired = {}
+        for name in ("features", "rule+map", "trained", "prompted"):
+            if name in result:
+                d, (lo, hi) = auc_difference(
+                    result["head"]["scores"], result[name]["scores"], examples, seed=args.seed
+                )
+                paired[name] = {"difference": d, "ci": [lo, hi]}
+                print(f"head - {name}: {d:+.3f} [{lo:+.3f}, {hi:+.3f}] (paired over states)")
+        result["head"]["paired"] = paired
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(result, indent=2), encoding="utf-8")

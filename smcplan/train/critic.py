@@ -65,6 +65,7 @@ __all__ = [
     "score_actions",
     "evaluate_critic",
     "summarise_scores",
+    "auc_difference",
     "train_critic",
     "run",
 ]
@@ -279,6 +280,42 @@ def summarise_scores(
         sum(neg) / len(neg),
         seconds,
     )
+
+
+def auc_difference(
+    scores_a: Sequence[float],
+    scores_b: Sequence[float],
+    examples: Sequence[dict[str, Any]],
+    resamples: int = 2000,
+    seed: int = 0,
+) -> tuple[float, tuple[float, float]]:
+    """AUC(a) - AUC(b) of two critics' scores of the same labelled ``examples``, with a 95 %
+    *paired* bootstrap interval: each resample draws states with replacement and scores both
+    critics on the same draw, so the interval is that of the difference, not of two independent
+    AUCs (it excludes 0 when one critic ranks better on these states)."""
+    if not len(scores_a) == len(scores_b) == len(examples):
+        raise InvalidArgumentError(
+            f"scores: {len(scores_a)} and {len(scores_b)} scores for {len(examples)} examples; "
+            "give both critics' scores of the same examples"
+        )
+    check_int(resamples, "resamples", minimum=1)
+    labels = [int(ex["label"]) for ex in examples]
+    states: dict[tuple[str, int], list[int]] = {}
+    for j, ex in enumerate(examples):
+        states.setdefault((ex["episode"], ex["t"]), []).append(j)
+    keys = list(states)
+    rng, diffs = random.Random(seed), []
+    for _ in range(resamples):
+        idx = [j for k in rng.choices(keys, k=len(keys)) for j in states[k]]
+        ys = [labels[j] for j in idx]
+        if 0 < sum(ys) < len(ys):
+            diffs.append(
+                auc([scores_a[j] for j in idx], ys) - auc([scores_b[j] for j in idx], ys)
+            )
+    diffs.sort()
+    lo = diffs[int(0.025 * (len(diffs) - 1))] if diffs else -1.0
+    hi = diffs[int(0.975 * (len(diffs) - 1))] if diffs else 1.0
+    return auc(scores_a, labels) - auc(scores_b, labels), (lo, hi)
 
 
 def _read(shards: Sequence[str | Path]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

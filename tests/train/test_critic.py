@@ -234,3 +234,21 @@ def test_summarise_scores_interval_is_ordered(states):
     assert 0.0 <= score.auc <= 1.0
     assert 0.0 <= score.auc_ci[0] <= score.auc_ci[1] <= 1.0
     assert score.states == len(states) and score.positives == len(states)
+
+
+def test_auc_difference_by_hand_and_paired():
+    from smcplan.train.critic import auc_difference
+
+    examples = [
+        {"episode": "e", "t": 0, "label": 1},
+        {"episode": "e", "t": 0, "label": 0},
+        {"episode": "e", "t": 1, "label": 1},
+        {"episode": "e", "t": 1, "label": 0},
+    ]
+    a, b = [0.9, 0.4, 0.4, 0.1], [0.9, 0.4, 0.4, 0.1]
+    d, (lo, hi) = auc_difference(a, b, examples, resamples=200)
+    assert (d, lo, hi) == (0.0, 0.0, 0.0)  # the same critic: every paired resample differs by 0
+    d, (lo, hi) = auc_difference([1.0, 0.0, 1.0, 0.0], a, examples, resamples=200)
+    assert d == 1.0 - 0.875 and lo <= d <= hi and lo >= 0.0  # never worse on any draw
+    with pytest.raises(InvalidArgumentError, match="same examples"):
+        auc_difference([0.1], a, examples)

@@ -294,3 +294,16 @@ def test_the_cli_refuses_bad_options(tmp_path, capsys):
         assert main([*base, *extra]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and needle in err[0], err
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    st.lists(st.floats(-10, 10, allow_nan=False), min_size=1, max_size=4).filter(
+        lambda cs: any(c <= 0 for c in cs)
+    )
+)
+def test_a_grid_with_a_non_positive_c_is_refused_before_any_work(tmp_path_factory, cs):
+    out = tmp_path_factory.mktemp("grid")
+    with pytest.raises(InvalidArgumentError, match="positive numbers"):
+        train_critic_head([out / "never-read.jsonl"], out / "o", cs=cs)
+    assert not (out / "o").exists()  # nothing written
