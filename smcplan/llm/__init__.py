@@ -10,6 +10,7 @@ Public API (resolved lazily so that ``import smcplan.llm`` imports no torch):
   transports of :mod:`smcplan.llm.backends`;
 * roles, each batched over particles: :class:`TripletExtractor`, :class:`ActionProposal`,
   :class:`ObservationModel`, :class:`ProgressModel`, :class:`Reflection`, :class:`Critic`,
+  :class:`ScoreCritic` (the critic's score read off a :class:`ScoreHead` on the hidden state),
   :class:`RLAWActor`;
 * :mod:`smcplan.llm.testing`: a tiny random-weight Llama for fast tests.
 
@@ -41,6 +42,8 @@ __all__ = [
     "Reflection",
     "ReflectionConfig",
     "Critic",
+    "ScoreCritic",
+    "ScoreHead",
     "RLAWActor",
     "Proposal",
     "Progress",
@@ -68,6 +71,8 @@ _WHERE = {
     "Reflection": "smcplan.llm.roles",
     "ReflectionConfig": "smcplan.llm.settings",
     "Critic": "smcplan.llm.roles",
+    "ScoreCritic": "smcplan.llm.roles.score_head",
+    "ScoreHead": "smcplan.llm.roles.score_head",
     "RLAWActor": "smcplan.llm.roles",
     "Proposal": "smcplan.llm.roles",
     "Progress": "smcplan.llm.roles",
