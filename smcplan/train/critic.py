@@ -255,25 +255,15 @@ def summarise_scores(
             f"scores: {len(scores)} scores for {len(examples)} examples; give one per example"
         )
     labels = [int(ex["label"]) for ex in examples]
-    states: dict[tuple[str, int], list[int]] = {}
-    for j, ex in enumerate(examples):
-        states.setdefault((ex["episode"], ex["t"]), []).append(j)
-    keys = list(states)
-    rng, boots = random.Random(seed), []
-    for _ in range(resamples):
-        idx = [j for k in rng.choices(keys, k=len(keys)) for j in states[k]]
-        ys = [labels[j] for j in idx]
-        if 0 < sum(ys) < len(ys):
-            boots.append(auc([scores[j] for j in idx], ys))
-    boots.sort()
-    lo = boots[int(0.025 * (len(boots) - 1))] if boots else 0.0
-    hi = boots[int(0.975 * (len(boots) - 1))] if boots else 1.0
+    (lo, hi), n_states = _state_bootstrap(
+        examples, lambda idx, ys: auc([scores[j] for j in idx], ys), resamples, seed, (0.0, 1.0)
+    )
     pos = [s for s, y in zip(scores, labels, strict=True) if y]
     neg = [s for s, y in zip(scores, labels, strict=True) if not y]
     return CriticScore(
         len(examples),
         len(pos),
-        len(keys),
+        n_states,
         auc(scores, labels),
         (lo, hi),
         sum(pos) / len(pos),
@@ -300,22 +290,42 @@ def auc_difference(
         )
     check_int(resamples, "resamples", minimum=1)
     labels = [int(ex["label"]) for ex in examples]
+
+    def difference(idx: list[int], ys: list[int]) -> float:
+        return auc([scores_a[j] for j in idx], ys) - auc([scores_b[j] for j in idx], ys)
+
+    ci, _ = _state_bootstrap(examples, difference, resamples, seed, (-1.0, 1.0))
+    return auc(scores_a, labels) - auc(scores_b, labels), ci
+
+
+def _state_bootstrap(
+    examples: Sequence[dict[str, Any]],
+    statistic: Any,
+    resamples: int,
+    seed: int,
+    empty: tuple[float, float],
+) -> tuple[tuple[float, float], int]:
+    """The 95 % percentile interval of ``statistic(idx, labels)`` over ``resamples`` draws of
+    the examples' states with replacement (a state's actions move together; draws with one
+    class only are skipped), and the number of states; ``empty`` when no draw has both
+    classes."""
+    labels = [int(ex["label"]) for ex in examples]
     states: dict[tuple[str, int], list[int]] = {}
     for j, ex in enumerate(examples):
         states.setdefault((ex["episode"], ex["t"]), []).append(j)
     keys = list(states)
-    rng, diffs = random.Random(seed), []
+    rng, values = random.Random(seed), []
     for _ in range(resamples):
         idx = [j for k in rng.choices(keys, k=len(keys)) for j in states[k]]
         ys = [labels[j] for j in idx]
         if 0 < sum(ys) < len(ys):
-            diffs.append(
-                auc([scores_a[j] for j in idx], ys) - auc([scores_b[j] for j in idx], ys)
-            )
-    diffs.sort()
-    lo = diffs[int(0.025 * (len(diffs) - 1))] if diffs else -1.0
-    hi = diffs[int(0.975 * (len(diffs) - 1))] if diffs else 1.0
-    return auc(scores_a, labels) - auc(scores_b, labels), (lo, hi)
+            values.append(statistic(idx, ys))
+    values.sort()
+    if not values:
+        return empty, len(keys)
+    return (values[int(0.025 * (len(values) - 1))], values[int(0.975 * (len(values) - 1))]), len(
+        keys
+    )
 
 
 def _read(shards: Sequence[str | Path]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

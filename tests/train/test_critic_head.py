@@ -29,23 +29,16 @@ def _gold_shard(path, seeds):
 
     lines = [{"kind": "header", "schema": SHARD_SCHEMA, "env": "twx:coin", "source": "gold"}]
     for seed in seeds:
-        for t in range(2):
+        for tr in _transitions_of([seed]):
+            t = tr["t"]
             lines.append(
                 {
                     "kind": "transition",
-                    "episode": f"twx:coin/{seed}",
-                    "seed": seed,
-                    "t": t,
-                    "task": TASK,
-                    "observation": OBS[t],
-                    "action": GOLD[t],
-                    "next_observation": OBS[t + 1],
+                    **tr,
                     "reward": float(t == 1),
                     "done": t == 1,
                     "won": t == 1,
                     "score": float(t == 1),
-                    "facts": [["agent", "in", "kitchen"]],
-                    "admissible": ADMISSIBLE[t],
                 }
             )
         lines.append(
@@ -151,7 +144,7 @@ def test_grouped_cross_validation_ranks_a_separating_feature_perfectly():
 
 def test_the_head_reads_the_position_of_the_critics_score(tiny_lm):
     assert CRITIC_PREFIX == PREFIX  # the generative critic writes its score right after it
-    examples = critic_examples(critic_labels(_transitions_of(2)), None)
+    examples = critic_examples(critic_labels(_transitions_of(range(2))), None)
     prompts = [ex["prompt"] for ex in examples]
     batched = hidden_features(tiny_lm, prompts, (-1, 1), batch=4)
     model = tiny_lm.model
@@ -177,9 +170,9 @@ def test_the_head_reads_the_position_of_the_critics_score(tiny_lm):
         assert np.max(np.abs(last)) <= bound * (1 + gamma(c.hidden_size))
 
 
-def _transitions_of(n):
+def _transitions_of(seeds):
     out = []
-    for seed in range(n):
+    for seed in seeds:
         for t in range(2):
             out.append(
                 {
@@ -260,7 +253,7 @@ def test_train_resume_and_rlaw_plug_in(tmp_path, monkeypatch):
     assert agent.critic_notes is False
     # the critic's prompt for (state 0, its gold action) is the first training example's
     first = json.loads(open(tmp_path / "full" / "examples.jsonl").readline())
-    row = critic_labels(_transitions_of(1))[0]
+    row = critic_labels(_transitions_of([10000]))[0]
     assert (first["action"], first["label"]) == (row["action"], 1)
     head = ScoreHead.load(full["weights"])
     (want,) = head.probabilities(hidden_features(lm, [first["prompt"]], head.layers))

@@ -153,6 +153,29 @@ class Critic(Role):
         super().__init__(lm, **kwargs)
         self.temperature = temperature
 
+    def prompts(
+        self,
+        tasks: Sequence[str],
+        contexts: Sequence[str],
+        thoughts: Sequence[str],
+        actions: Sequence[str],
+        notes: Sequence[str] | None = None,
+    ) -> list[list[dict[str, str]]]:
+        """The critic role's chat prompt of each (task, context, thought, action, note)."""
+        check_lengths(
+            type(self).__name__,
+            tasks=tasks,
+            contexts=contexts,
+            thoughts=thoughts,
+            actions=actions,
+            notes=notes,
+        )
+        notes = [""] * len(actions) if notes is None else list(notes)
+        return [
+            self.assets.messages(task=t, context=c, thought=z, action=a, note=n)
+            for t, c, z, a, n in zip(tasks, contexts, thoughts, actions, notes, strict=True)
+        ]
+
     def __call__(
         self,
         tasks: Sequence[str],
@@ -162,23 +185,9 @@ class Critic(Role):
         seed: int | None = None,
         notes: Sequence[str] | None = None,
     ) -> list[Critique]:
-        if (
-            check_lengths(
-                "Critic",
-                tasks=tasks,
-                contexts=contexts,
-                thoughts=thoughts,
-                actions=actions,
-                notes=notes,
-            )
-            == 0
-        ):
+        prompts = self.prompts(tasks, contexts, thoughts, actions, notes)
+        if not prompts:
             return []
-        notes = [""] * len(actions) if notes is None else list(notes)
-        prompts = [
-            self.assets.messages(task=t, context=c, thought=z, action=a, note=n)
-            for t, c, z, a, n in zip(tasks, contexts, thoughts, actions, notes, strict=True)
-        ]
         budget = token_budget(self.assets.schema, self.assets.settings["max_new_tokens"])
         samples = self.lm.sample(
             prompts,

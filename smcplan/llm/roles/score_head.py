@@ -38,8 +38,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from smcplan.errors import InvalidArgumentError, check_int
-from smcplan.llm.roles.base import Role, check_lengths
-from smcplan.llm.roles.judges import Critique
+from smcplan.llm.roles.judges import Critic, Critique
 
 if TYPE_CHECKING:
     from smcplan.llm.protocol import LanguageModel, Prompt
@@ -208,19 +207,18 @@ def hidden_features(
     return np.concatenate(rows, axis=0)
 
 
-class ScoreCritic(Role):
+class ScoreCritic(Critic):
     """``critic(tasks, contexts, thoughts, actions, notes=None) -> [Critique]`` scored by a
     :class:`ScoreHead` on ``lm``'s hidden states (module docstring): the prompt is the
-    ``critic`` role's, so a head fitted on :func:`smcplan.train.critic.critic_examples` sees
-    at run time exactly what it was fitted on.  ``critique_score`` is the head's probability
-    (not rounded to the generative critic's 0.1 grid); the checks are ``True`` (the head
-    judges the action only) and ``reason`` states the score.  Deterministic: ``seed`` is
-    accepted for the :class:`~smcplan.llm.roles.judges.Critic` interface and unused."""
-
-    asset_name = "critic"
+    ``critic`` role's (:meth:`Critic.prompts`), so a head fitted on
+    :func:`smcplan.train.critic.critic_examples` sees at run time exactly what it was fitted
+    on.  ``critique_score`` is the head's probability (not rounded to the generative critic's
+    0.1 grid); the checks are ``True`` (the head judges the action only) and ``reason`` states
+    the score.  Deterministic: ``seed`` is accepted for the
+    :class:`~smcplan.llm.roles.judges.Critic` interface and unused."""
 
     def __init__(
-        self, lm: LanguageModel, head: ScoreHead | str | os.PathLike[str], **kwargs
+        self, lm: LanguageModel, head: ScoreHead | str | os.PathLike[str], **kwargs: Any
     ) -> None:
         super().__init__(lm, **kwargs)
         self.head = head if isinstance(head, ScoreHead) else ScoreHead.load(head)
@@ -239,23 +237,9 @@ class ScoreCritic(Role):
         seed: int | None = None,
         notes: Sequence[str] | None = None,
     ) -> list[Critique]:
-        n = check_lengths(
-            "ScoreCritic",
-            tasks=tasks,
-            contexts=contexts,
-            thoughts=thoughts,
-            actions=actions,
-            notes=notes,
-        )
-        if n == 0:
-            return []
-        notes = [""] * n if notes is None else list(notes)
-        prompts = [
-            self.assets.messages(task=t, context=c, thought=z, action=a, note=m)
-            for t, c, z, a, m in zip(tasks, contexts, thoughts, actions, notes, strict=True)
-        ]
+        prompts = self.prompts(tasks, contexts, thoughts, actions, notes)
         out = []
-        for s in self.scores(prompts):
+        for s in self.scores(prompts) if prompts else []:
             if not math.isfinite(s):
                 raise InvalidArgumentError(f"score head: a non-finite score {s}; refit the head")
             out.append(Critique(True, True, s, f"score head: P(gold action) = {s:.3f}"))
