@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from smcplan.errors import InvalidArgumentError, check_int, check_options
+from smcplan.llm.roles.score_head import CRITIC_PREFIX
 from smcplan.train.data import subsample_and_save, write_sft_manifest
 
 if TYPE_CHECKING:
@@ -72,8 +73,9 @@ __all__ = [
 
 #: the critique scores the role's schema allows
 SCORES = tuple(round(0.1 * k, 1) for k in range(11))
-#: the answer up to the score, as the trained completions write it
-PREFIX = '{"logic_check": true, "safety_check": true, "critique_score": '
+#: the answer up to the score, as the trained completions write it (the score head reads the
+#: position right after it: the same constant)
+PREFIX = CRITIC_PREFIX
 REASONS = {
     1: "The action is the next step of the shortest way to complete the task.",
     0: "The action does not lead toward completing the task.",

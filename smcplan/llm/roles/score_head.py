@@ -198,6 +198,7 @@ def hidden_features(
                 attention_mask=mask.to(device),
                 output_hidden_states=True,
                 use_cache=False,
+                logits_to_keep=1,  # the vocabulary projection of one position, not of all
             )
         picked = [
             out.hidden_states[int(layer)][torch.arange(len(ids)), last.to(device)]
@@ -239,7 +240,7 @@ class ScoreCritic(Critic):
     ) -> list[Critique]:
         prompts = self.prompts(tasks, contexts, thoughts, actions, notes)
         out = []
-        for s in self.scores(prompts) if prompts else []:
+        for s in self.scores(prompts):
             if not math.isfinite(s):
                 raise InvalidArgumentError(f"score head: a non-finite score {s}; refit the head")
             out.append(Critique(True, True, s, f"score head: P(gold action) = {s:.3f}"))
