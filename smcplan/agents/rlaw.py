@@ -38,6 +38,13 @@ After ``end_episode``, :attr:`RLAWAgent.episode_return` is the full G and
 
 Ablations: ``use_critic=False`` (execute the actor's first proposal), ``graph_memory=False``.
 
+Extension (off by default, not in the paper): ``distinct_regenerations=True`` removes the
+actions the critic rejected this step from the admissible set the actor sees and maps onto, so
+each regeneration is a different action (when one is left). The paper's actor reads the
+critique and writes again; a 135M actor at T = 0.2 writes the same action again after its
+rejection (docs/train_rlaw_rlvmr.md), and then 4 proposals are 1 candidate and the critic has
+nothing to choose from. With it the critic chooses among up to 4 distinct admissible actions.
+
 Imports the agents' shared parts and, lazily, ``smcplan.llm``; never ``smcplan.eval`` /
 ``smcplan.cli``.
 """
@@ -236,6 +243,9 @@ class RLAWAgent(LLMAgent):
         head folder (:class:`smcplan.llm.roles.score_head.ScoreCritic`: the score is read off
         a logistic head on the model's hidden state; the actor's ``lm`` serves it when it is
         the model the head was fitted on). The actor stays ``lm``, frozen.
+    distinct_regenerations
+        Regenerations may not propose an action the critic rejected this step (module
+        docstring, extension); needs ``action_mode="admissible"`` (a free action is not mapped).
     critic_notes
         Give the critic, with each action, what the agent's place map (read from the episode's
         real observations) says about it (:mod:`smcplan.agents.map_notes`). ``None``
@@ -269,6 +279,7 @@ class RLAWAgent(LLMAgent):
         critic_path: str | None = None,
         critic_model: str | None = None,
         critic_notes: bool | None = None,
+        distinct_regenerations: bool = False,
         actor: Any = None,
         critic: Any = None,
         context: str | None = None,
@@ -315,6 +326,16 @@ class RLAWAgent(LLMAgent):
         elif not isinstance(critic_notes, bool):
             raise ValueError(f"critic_notes must be true or false; got {critic_notes!r}")
         self.critic_notes = critic_notes
+        if not isinstance(distinct_regenerations, bool):
+            raise ValueError(
+                f"distinct_regenerations must be true or false; got {distinct_regenerations!r}"
+            )
+        if distinct_regenerations and self.free:
+            raise ValueError(
+                "distinct_regenerations=True removes rejected actions from the admissible set, "
+                "which action_mode='free' does not map onto; use action_mode='admissible'"
+            )
+        self.distinct_regenerations = distinct_regenerations
         self._map_notes: MapNotes | None = None
         self.use_critic = bool(use_critic)
         self.tau = float(tau)
@@ -392,11 +413,22 @@ class RLAWAgent(LLMAgent):
 
         free = {"verbs": self.action_verbs} if self.free else {}
 
+        rejected: list[str] = []
+
         def propose(feedback: list[str]) -> Candidate:
+            pool = admissible
+            if self.distinct_regenerations:
+                pool = [a for a in admissible if a not in rejected] or admissible
             return self.actor(
-                self.task, situation, admissible, feedback[-1] if feedback else None,
+                self.task, situation, pool, feedback[-1] if feedback else None,
                 self.next_seed(), **free,
             )
+
+        def judge(cand: Candidate) -> Judgement:
+            verdict = self.judge(situation, cand, rec)
+            if not verdict.accept:
+                rejected.append(cand.action)
+            return verdict
 
         if not self.use_critic:
             chosen = propose([])
@@ -405,7 +437,7 @@ class RLAWAgent(LLMAgent):
             r_crit = 0.0
         else:
             outcome = self.generate_and_test(
-                propose, lambda c: self.judge(situation, c, rec), 1 + self.max_regenerations,
+                propose, judge, 1 + self.max_regenerations,
                 rec,
             )
             if outcome.accepted is not None:

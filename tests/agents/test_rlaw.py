@@ -110,6 +110,50 @@ def test_max_regenerations_and_tau_are_configurable(tiny_lm, household_env):
     assert len(critic.calls) == 1 and step.meta["executed"] == "proposal"
 
 
+class PoolSpy:
+    """Delegates to the real JSON actor and records the admissible set it was given."""
+
+    def __init__(self, inner):
+        self.inner, self.pools = inner, []
+
+    def __call__(self, task, context, admissible, critique=None, seed=None) -> Candidate:
+        self.pools.append(list(admissible))
+        return self.inner(task, context, admissible, critique, seed)
+
+
+def test_distinct_regenerations_never_propose_a_rejected_action_again(tiny_lm, household_env):
+    critic = ScriptedCritic(tiny_lm, [0.1, 0.2, 0.3, 0.6])
+    actor = PoolSpy(JSONActor(tiny_lm))
+    agent = RLAWAgent(tiny_lm, seed=0, critic=critic, actor=actor, distinct_regenerations=True)
+    step, admissible = _one_step(agent, household_env)
+    proposed = [p["action"] for p in step.meta["proposals"]]
+    assert len(proposed) == 4 and len(set(proposed)) == 4  # 4 distinct actions
+    assert set(proposed) <= set(admissible)
+    for k, pool in enumerate(actor.pools):  # each pool is the admissible set less the rejected
+        assert pool == [a for a in admissible if a not in proposed[:k]]
+    assert step.action == proposed[3] and step.meta["executed"] == "fallback"
+
+
+def test_distinct_regenerations_fall_back_to_the_whole_set_once_all_are_rejected(tiny_lm):
+    critic = ScriptedCritic(tiny_lm, [0.0])
+    actor = PoolSpy(JSONActor(tiny_lm))
+    agent = RLAWAgent(tiny_lm, seed=0, critic=critic, actor=actor, distinct_regenerations=True,
+                      max_regenerations=3)
+    agent.reset("find the key", "You are in a room.", ["look", "wait"])
+    step = agent.act("You are in a room.", ["look", "wait"], {})
+    proposed = [p["action"] for p in step.meta["proposals"]]
+    assert sorted(proposed[:2]) == ["look", "wait"]
+    assert actor.pools[2] == actor.pools[3] == ["look", "wait"]  # nothing left: the whole set
+    assert step.action == proposed[0]  # all score 0: the first among equals
+
+
+def test_distinct_regenerations_is_a_boolean_and_needs_mapped_actions(tiny_lm):
+    with pytest.raises(ValueError, match="distinct_regenerations must be true or false"):
+        RLAWAgent(tiny_lm, distinct_regenerations="yes")
+    with pytest.raises(ValueError, match="use action_mode='admissible'"):
+        RLAWAgent(tiny_lm, distinct_regenerations=True, action_mode="free")
+
+
 # ------------------------------------------------------------------ return, mapping, ablations
 def test_the_recorded_return_is_the_discounted_sum_of_env_and_critique_rewards(
     tiny_lm, household_env
