@@ -70,6 +70,7 @@ __all__ = [
     "PlaceMap",
     "TaskGoal",
     "read_step",
+    "door_state_after",
     "stays_put",
     "hides_only",
     "known_exit",
@@ -86,6 +87,7 @@ __all__ = [
 _DIRS = ("north", "south", "east", "west", "up", "down")
 _REVEAL = re.compile(r"revealing the ([a-z][a-z ]*?)\s*\.", re.I)
 _OPEN_DOOR = re.compile(r"^open door to (\w+)$")
+_DOOR_STEP = re.compile(r"^(open|close) door to (\w+)$")
 _MOVE = re.compile(r"^(?:move|go) (\w+)$")
 # the actions that report or change an object in the agent's place, in every text game here:
 # none of them relocates the agent
@@ -216,9 +218,37 @@ def read_step(
     if moved and before is not None and place is not None and place != before:
         exits[(before, moved.group(1))] = place
         links.add(frozenset((before, place)))
+    if before is not None:
+        state = door_state_after(action, observation)
+        if state is not None:
+            doors[(before, state[0])] = state[1]
     visited = m.visited | ({place} if place is not None else set())
     opened = m.opened | {e for e, state in states.items() if state == "open"}
     return PlaceMap(place, visited, frozenset(links), exits, doors, where, states, complete, opened)
+
+
+def door_state_after(action: str | None, observation: str) -> tuple[str, str] | None:
+    """``(direction, "open" | "closed")`` that the reply ``observation`` to ``action`` states
+    of the door to ``direction`` of the agent's place, or None: "You close the X door ..."
+    after ``close door to d`` (closed), "That is already open." / "... already closed." after
+    ``open``/``close door to d``, and "You can't move there, the door is closed." after ``move
+    d`` (closed).  The rule triplets of these replies name the door, not its direction, so
+    without this a door the agent closed stayed open on the map (an RLAW critic's notes then
+    said "no closed door is left" while ``move north`` hit the closed door 14 times)."""
+    a = " ".join(str(action or "").strip().lower().split())
+    o = " ".join(str(observation).strip().lower().split())
+    door = _DOOR_STEP.match(a)
+    if door:
+        verb, d = door.groups()
+        if verb == "close" and (o.startswith("you close ") or "already closed" in o):
+            return d, "closed"
+        if verb == "open" and "already open" in o:
+            return d, "open"
+        return None
+    moved = _MOVE.match(a)
+    if moved and "the door is closed" in o:
+        return moved.group(1), "closed"
+    return None
 
 
 def _door_closed(m: PlaceMap, a: str, b: str) -> bool:

@@ -18,6 +18,7 @@ from smcplan.planning.places import (
     TaskProgress,
     cost_to_go,
     distances,
+    door_state_after,
     explored,
     frontier,
     frontier_distance,
@@ -99,6 +100,41 @@ def test_a_door_last_seen_closed_costs_one_more_step():
         "You are in the kitchen. \nTo the North you see a closed patio door. ",
     )
     assert distances(shut, "kitchen")["backyard"] == 2.0
+
+
+@pytest.mark.parametrize(
+    ("action", "reply", "state"),
+    [
+        ("close door to north", "You close the plain door to the pantry. ", ("north", "closed")),
+        ("close door to east", "That is already closed. ", ("east", "closed")),
+        ("open door to south", "That is already open. ", ("south", "open")),
+        ("move west", "You can't move there, the door is closed. ", ("west", "closed")),
+        ("Move  West", "You can't move there, the door is closed.", ("west", "closed")),
+        ("open door to north", "You open the plain door, revealing the pantry. ", None),
+        ("close door to north", "You can't see any such thing. ", None),
+        ("move west", "You are in the living room. ", None),
+        ("look around", "You can't move there, the door is closed. ", None),
+        (None, "You close the plain door to the pantry. ", None),
+    ],
+)
+def test_the_door_state_a_reply_states(action, reply, state):
+    assert door_state_after(action, reply) == state
+
+
+def test_a_closed_door_and_a_move_into_it_close_the_door_on_the_map():
+    """Regression (twx:coin test seed 20000, an RLAW run): the agent closed the north door and
+    then moved north 14 times; the map still had the door open."""
+    m = read_step(PlaceMap(), None, KITCHEN, "twx")
+    m = read_step(m, "open door to north", "You open the patio door, revealing the backyard. ")
+    assert m.doors[("kitchen", "north")] == "open"
+    shut = read_step(m, "close door to north", "You close the patio door to the backyard. ", "twx")
+    assert shut.doors[("kitchen", "north")] == "closed"
+    assert shut.exits[("kitchen", "north")] == "backyard"  # where it leads is still known
+    assert distances(shut, "kitchen")["backyard"] == 2.0  # open, then move
+    again = read_step(shut, "open door to north", "That is already open. ", "twx")
+    assert again.doors[("kitchen", "north")] == "open"
+    bumped = read_step(m, "move north", "You can't move there, the door is closed. ", "twx")
+    assert bumped.place == "kitchen" and bumped.doors[("kitchen", "north")] == "closed"
 
 
 def test_exact_progress_of_hand_made_coin_steps():
