@@ -24,7 +24,9 @@ harness writes it into the step JSONL as is):
 ``llm_usage_between``       the same counters for model work since the previous step outside
                             ``act`` (``reset``, ``end_episode``: belief set-up, reflections)
 ``executed``                how the action was chosen: ``"proposal"`` (first accepted or only
-                            proposal), ``"planner"``, ``"fallback"`` (best of the rejected ones)
+                            proposal), ``"planner"``, ``"fallback"`` (best of the rejected ones),
+                            ``"critic"`` (RLAW ``fallback="critic"``: the critic's best among the
+                            actions not proposed)
 ==========================  ====================================================================
 
 ``plan`` (:func:`smcplan.agents.slow_thinking.summarize`) is ``PlanResult.to_dict()``

@@ -44,6 +44,11 @@ each regeneration is a different action (when one is left). The paper's actor re
 critique and writes again; a 135M actor at T = 0.2 writes the same action again after its
 rejection (docs/train_rlaw_rlvmr.md), and then 4 proposals are 1 candidate and the critic has
 nothing to choose from. With it the critic chooses among up to 4 distinct admissible actions.
+``fallback="critic"`` (also off by default) goes one step further when no proposal is accepted:
+the critic scores every admissible action not proposed this step (thought slot ``"I will
+<action>."``, one batched call) and the best-scored action of all, proposals included, is
+executed (``executed="critic"`` when it is one the actor did not propose; the first among
+equals). The paper's fallback (``"best"``) executes the best-scored proposal.
 
 Imports the agents' shared parts and, lazily, ``smcplan.llm``; never ``smcplan.eval`` /
 ``smcplan.cli``.
@@ -53,7 +58,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from smcplan.agents.beliefs import KGBelief
 from smcplan.agents.llm_agent import Candidate, Decision, Judgement, LLMAgent
@@ -68,6 +73,7 @@ if TYPE_CHECKING:
 __all__ = ["RLAWAgent", "JSONActor", "ScoredActor", "discounted_return"]
 
 DECODINGS = ("json", "scored")
+FALLBACKS = ("best", "critic")
 
 
 def discounted_return(
@@ -243,6 +249,10 @@ class RLAWAgent(LLMAgent):
         head folder (:class:`smcplan.llm.roles.score_head.ScoreCritic`: the score is read off
         a logistic head on the model's hidden state; the actor's ``lm`` serves it when it is
         the model the head was fitted on). The actor stays ``lm``, frozen.
+    fallback
+        When no proposal is accepted: ``"best"`` (the paper: the best-scored proposal) or
+        ``"critic"`` (the critic also scores the admissible actions not proposed, and the best
+        of all is executed; module docstring, extension). Needs ``action_mode="admissible"``.
     distinct_regenerations
         Regenerations may not propose an action the critic rejected this step (module
         docstring, extension); needs ``action_mode="admissible"`` (a free action is not mapped).
@@ -280,6 +290,7 @@ class RLAWAgent(LLMAgent):
         critic_model: str | None = None,
         critic_notes: bool | None = None,
         distinct_regenerations: bool = False,
+        fallback: str = "best",
         actor: Any = None,
         critic: Any = None,
         context: str | None = None,
@@ -336,6 +347,14 @@ class RLAWAgent(LLMAgent):
                 "which action_mode='free' does not map onto; use action_mode='admissible'"
             )
         self.distinct_regenerations = distinct_regenerations
+        if fallback not in FALLBACKS:
+            raise ValueError(f"unknown fallback {fallback!r}; known: {', '.join(FALLBACKS)}")
+        if fallback == "critic" and self.free:
+            raise ValueError(
+                "fallback='critic' ranks the admissible set, which action_mode='free' does not "
+                "choose from; use action_mode='admissible'"
+            )
+        self.fallback = fallback
         self._map_notes: MapNotes | None = None
         self.use_critic = bool(use_critic)
         self.tau = float(tau)
@@ -442,9 +461,14 @@ class RLAWAgent(LLMAgent):
             )
             if outcome.accepted is not None:
                 chosen, rec.executed = outcome.accepted, "proposal"
+                r_crit = outcome.tried[-1][1].score
             else:
                 chosen, rec.executed = outcome.best(), "fallback"
-            r_crit = next(j.score for c, j in outcome.tried if c is chosen)
+                r_crit = next(j.score for c, j in outcome.tried if c is chosen)
+                if self.fallback == "critic":
+                    ranked = self.rank_unproposed(situation, admissible, outcome.tried, rec)
+                    if ranked is not None and ranked.score > r_crit:
+                        chosen, r_crit, rec.executed = ranked.candidate, ranked.score, "critic"
         self._pending = r_crit
         rec.extra.update(
             r_critique=r_crit,
@@ -453,6 +477,35 @@ class RLAWAgent(LLMAgent):
             regenerations=max(0, len(rec.proposals) - 1),
         )
         return Decision(chosen.action, chosen.thought)
+
+    def rank_unproposed(
+        self,
+        situation: str,
+        admissible: list[str],
+        tried: list[tuple[Candidate, Judgement]],
+        rec: StepRecord,
+    ) -> RankedAction | None:
+        """``fallback="critic"``: the critic's scores of the admissible actions not proposed this
+        step (one batched call; recorded as ``critic_ranked``, ``{action: score}``), and the
+        best of them (the first among equals), or None when every action was proposed."""
+        from smcplan.llm.roles.score_head import action_thought
+
+        proposed = {c.action for c, _ in tried}
+        rest = [a for a in admissible if a not in proposed]
+        if not rest:
+            return None
+        thoughts = [action_thought(a) for a in rest]
+        notes = {} if self._map_notes is None else {"notes": self._map_notes.notes(rest)}
+        critiques = self.critic(
+            [self.task] * len(rest), [situation] * len(rest), thoughts, rest,
+            seed=self.next_seed(), **notes,
+        )
+        scores = [float(c.critique_score) for c in critiques]
+        rec.extra["critic_ranked"] = dict(zip(rest, scores, strict=True))
+        k = max(range(len(rest)), key=lambda i: (scores[i], -i))
+        info = {"raw_action": None, "mapping": "critic", "mapped": False}
+        nan = float("nan")
+        return RankedAction(Candidate(rest[k], thoughts[k], nan, nan, "critic", info), scores[k])
 
     def judge(self, situation: str, cand: Candidate, rec: StepRecord) -> Judgement:
         """The critic on one proposal: accept iff ``critique_score >= tau``."""
@@ -473,6 +526,13 @@ class RLAWAgent(LLMAgent):
             "critic",
             {"logic_check": bool(c.logic_check), "safety_check": bool(c.safety_check)},
         )
+
+
+class RankedAction(NamedTuple):
+    """The critic's best action among those the actor did not propose, and its score."""
+
+    candidate: Candidate
+    score: float
 
 
 def trained_with_notes(critic_path: str | None) -> bool:

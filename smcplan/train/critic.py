@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from smcplan.errors import InvalidArgumentError, check_int, check_options
-from smcplan.llm.roles.score_head import CRITIC_PREFIX
+from smcplan.llm.roles.score_head import CRITIC_PREFIX, action_thought
 from smcplan.train.data import subsample_and_save, write_sft_manifest
 
 if TYPE_CHECKING:
@@ -130,7 +130,7 @@ def _prompt(row: dict[str, Any]) -> list[dict[str, str]]:
     return load_role("critic").messages(
         task=row["task"],
         context=situation,
-        thought=f"I will {row['action']}.",
+        thought=action_thought(row["action"]),
         action=row["action"],
         note=row.get("note", ""),
     )

@@ -119,9 +119,12 @@ def check_record(p: Played, *, agent: str, context: str) -> dict[str, Any]:
         assert frac == pytest.approx(sum(votes) / len(votes))
     # slow thinking and how the action was chosen
     assert meta["slow_thinking"] == (meta["plan"] is not None)
-    assert meta["executed"] in ("proposal", "planner", "fallback")
+    assert meta["executed"] in ("proposal", "planner", "fallback", "critic")
     if meta["executed"] == "planner":
         assert meta["slow_thinking"] and meta["plan"]["action"] == step.action
+    elif meta["executed"] == "critic":  # RLAW fallback="critic": an action nobody proposed
+        assert step.action in meta["critic_ranked"]
+        assert step.action not in {x["action"] for x in props}
     elif meta["executed"] == "proposal":
         assert step.action == props[-1]["action"] and len(rejected) == len(props) - 1
     # the record survives the harness's JSON lines (UTF-8)

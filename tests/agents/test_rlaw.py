@@ -154,6 +154,60 @@ def test_distinct_regenerations_is_a_boolean_and_needs_mapped_actions(tiny_lm):
         RLAWAgent(tiny_lm, distinct_regenerations=True, action_mode="free")
 
 
+class ActionCritic(Critic):
+    """A real Critic whose score is a fixed table of actions (others 0), for the critic role
+    only; records every (thought, action) it was asked about, in order."""
+
+    def __init__(self, lm, table):
+        super().__init__(lm)
+        self.table, self.calls = dict(table), []
+
+    def __call__(self, tasks, contexts, thoughts, actions, seed=None, notes=None):
+        self.calls.append(list(zip(thoughts, actions, strict=True)))
+        return [Critique(True, True, self.table.get(a, 0.0), "table") for a in actions]
+
+
+def test_critic_fallback_ranks_the_unproposed_actions_and_executes_the_best(
+    tiny_lm, household_env
+):
+    obs, info = household_env.reset(0)
+    admissible = info["admissible_actions"]
+    agent = RLAWAgent(tiny_lm, seed=0, critic=ActionCritic(tiny_lm, {}), fallback="critic",
+                      distinct_regenerations=True)
+    agent.reset(household_env.task, obs, admissible)
+    probe = agent.act(obs, admissible, info)  # every score 0: which actions does the actor try?
+    proposed = [p["action"] for p in probe.meta["proposals"]]
+    rest = [a for a in admissible if a not in proposed]
+    assert rest and probe.meta["executed"] == "fallback"  # ties: the first proposal stays
+    assert probe.action == proposed[0] and probe.meta["critic_ranked"] == dict.fromkeys(rest, 0.0)
+
+    target = rest[-1]
+    critic = ActionCritic(tiny_lm, {target: 0.5, proposed[1]: 0.4})
+    agent = RLAWAgent(tiny_lm, seed=0, critic=critic, fallback="critic",
+                      distinct_regenerations=True)
+    agent.reset(household_env.task, obs, admissible)
+    step = agent.act(obs, admissible, info)
+    assert [p["action"] for p in step.meta["proposals"]] == proposed  # same seed, same actor
+    assert step.action == target and step.meta["executed"] == "critic"
+    assert step.thought == f"I will {target}." and step.meta["r_critique"] == 0.5
+    # one batched call over the unproposed actions, thought slot "I will <action>."
+    assert critic.calls[-1] == [(f"I will {a}.", a) for a in rest]
+
+    critic = ActionCritic(tiny_lm, {target: 0.4, proposed[1]: 0.5})  # a proposal is better
+    agent = RLAWAgent(tiny_lm, seed=0, critic=critic, fallback="critic",
+                      distinct_regenerations=True)
+    agent.reset(household_env.task, obs, admissible)
+    step = agent.act(obs, admissible, info)
+    assert step.action == proposed[1] and step.meta["executed"] == "fallback"
+
+
+def test_fallback_is_checked(tiny_lm):
+    with pytest.raises(ValueError, match="unknown fallback 'random'; known: best, critic"):
+        RLAWAgent(tiny_lm, fallback="random")
+    with pytest.raises(ValueError, match="fallback='critic' ranks the admissible set"):
+        RLAWAgent(tiny_lm, fallback="critic", action_mode="free")
+
+
 # ------------------------------------------------------------------ return, mapping, ablations
 def test_the_recorded_return_is_the_discounted_sum_of_env_and_critique_rewards(
     tiny_lm, household_env
@@ -247,15 +301,22 @@ def test_rlaw_plays_toy_household_with_admissible_actions_and_consistent_records
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize(
+    "extension", [{}, {"distinct_regenerations": True, "fallback": "critic"}], ids=["paper", "ext"]
+)
 def test_rlaw_plays_textworld_express_coin_with_admissible_actions_and_consistent_records(
-    tiny_lm, coin_env
+    tiny_lm, coin_env, extension
 ):
-    agent = make("rlaw", lm=tiny_lm, seed=0)
+    agent = make("rlaw", lm=tiny_lm, seed=0, **extension)
     played = play(agent, coin_env, tiny_lm, seed=10000, max_steps=3)
     assert len(played) == 3 or played[-1].done
     for p in played:
         meta = check_record(p, agent="rlaw", context="kg")
-        assert meta["r_critique"] in meta["critic_scores"]
+        ranked = list(meta.get("critic_ranked", {}).values())
+        assert meta["r_critique"] in meta["critic_scores"] + ranked
+        if extension:
+            actions = [x["action"] for x in meta["proposals"]]
+            assert len(set(actions)) == len(actions)
     assert len(agent.episode_rewards) == len(played)
 
 

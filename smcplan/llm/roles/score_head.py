@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CRITIC_PREFIX",
+    "action_thought",
     "HEAD_FILE",
     "ScoreHead",
     "hidden_features",
@@ -54,6 +55,15 @@ __all__ = [
 
 #: the critic's answer up to its score: the head reads the position after it
 CRITIC_PREFIX = '{"logic_check": true, "safety_check": true, "critique_score": '
+
+
+def action_thought(action: str) -> str:
+    """The thought slot of the critic's training prompts, ``"I will <action>."``: gold shards
+    hold no actor thoughts, so a critic trained on them (:mod:`smcplan.train.critic`) saw this
+    form, and :class:`ScoreCritic` gives its head the same at run time."""
+    return f"I will {action}."
+
+
 #: the file that marks a folder as a score head (its arrays sit beside it in ``score_head.npz``)
 HEAD_FILE = "score_head.json"
 _ARRAYS = "score_head.npz"
@@ -215,8 +225,9 @@ class ScoreCritic(Critic):
     :func:`smcplan.train.critic.critic_examples` sees at run time exactly what it was fitted
     on.  ``critique_score`` is the head's probability (not rounded to the generative critic's
     0.1 grid); the checks are ``True`` (the head judges the action only) and ``reason`` states
-    the score.  Deterministic: ``seed`` is accepted for the
-    :class:`~smcplan.llm.roles.judges.Critic` interface and unused."""
+    the score.  The prompt's thought slot is :func:`action_thought` of the action, the form the
+    head was fitted on, whatever thought the actor wrote.  Deterministic: ``seed`` is accepted
+    for the :class:`~smcplan.llm.roles.judges.Critic` interface and unused."""
 
     def __init__(
         self, lm: LanguageModel, head: ScoreHead | str | os.PathLike[str], **kwargs: Any
@@ -238,6 +249,13 @@ class ScoreCritic(Critic):
         seed: int | None = None,
         notes: Sequence[str] | None = None,
     ) -> list[Critique]:
+        if len(thoughts) != len(actions):
+            raise InvalidArgumentError(
+                f"ScoreCritic: {len(thoughts)} thoughts for {len(actions)} actions; give one each"
+            )
+        # the head was fitted on the thought slot "I will <action>." (action_thought): the
+        # actor's own thought would be text it never saw (it judges the action, not the thought)
+        thoughts = [action_thought(a) for a in actions]
         prompts = self.prompts(tasks, contexts, thoughts, actions, notes)
         out = []
         for s in self.scores(prompts):
