@@ -30,11 +30,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from smcplan.errors import InvalidArgumentError
-from smcplan.planning.places import PlaceMap, known_exit, read_step
+from smcplan.planning.places import DOOR_ACTION, PlaceMap, known_exit, read_step
 
 __all__ = ["action_note", "MapNotes", "episode_maps"]
 
-_DOOR_ACTION = re.compile(r"^(open|close) door to (\w+)$")
 _MOVE = re.compile(r"^(?:move|go) (\w+)$")
 
 
@@ -46,7 +45,7 @@ def action_note(m: PlaceMap, action: str, first_step: bool = False) -> str:
     if place is None:
         return (parts[0].capitalize() + ".") if parts else ""
     a = " ".join(str(action).strip().lower().split())
-    door = _DOOR_ACTION.match(a)
+    door = DOOR_ACTION.match(a)
     move = _MOVE.match(a)
     direction = door.group(2) if door else move.group(1) if move else None
     if direction is not None:

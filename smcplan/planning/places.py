@@ -71,6 +71,7 @@ __all__ = [
     "TaskGoal",
     "read_step",
     "door_state_after",
+    "DOOR_ACTION",
     "stays_put",
     "hides_only",
     "known_exit",
@@ -87,7 +88,8 @@ __all__ = [
 _DIRS = ("north", "south", "east", "west", "up", "down")
 _REVEAL = re.compile(r"revealing the ([a-z][a-z ]*?)\s*\.", re.I)
 _OPEN_DOOR = re.compile(r"^open door to (\w+)$")
-_DOOR_STEP = re.compile(r"^(open|close) door to (\w+)$")
+#: ``open door to d`` / ``close door to d`` (groups: the verb, the direction)
+DOOR_ACTION = re.compile(r"^(open|close) door to (\w+)$")
 _MOVE = re.compile(r"^(?:move|go) (\w+)$")
 # the actions that report or change an object in the agent's place, in every text game here:
 # none of them relocates the agent
@@ -237,7 +239,7 @@ def door_state_after(action: str | None, observation: str) -> tuple[str, str] | 
     said "no closed door is left" while ``move north`` hit the closed door 14 times)."""
     a = " ".join(str(action or "").strip().lower().split())
     o = " ".join(str(observation).strip().lower().split())
-    door = _DOOR_STEP.match(a)
+    door = DOOR_ACTION.match(a)
     if door:
         verb, d = door.groups()
         if verb == "close" and (o.startswith("you close ") or "already closed" in o):
