@@ -10,11 +10,16 @@ The count-based and rule-based twists (:mod:`smcplan.planning.twist_rules`) and 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any, NamedTuple
 
 from smcplan.memory import extract_triplets
 from smcplan.planning.places import (
+    BLOCKED_REPLY,
+    DOOR_ACTION,
     PlaceMap,
+    blocked_move,
+    door_state_after,
     hides_only,
     known_exit,
     read_step,
@@ -115,15 +120,22 @@ def steps_read(
     :func:`~smcplan.planning.places.hides_only`).  With the episode's ``layout`` and the place
     the particle ``start`` s from, a move or a door whose destination the map knows
     (:func:`~smcplan.planning.places.known_exit`) reads as that place, whatever the imagined
-    reply names: the reply's room name replaced by the known one."""
+    reply names: the reply's room name replaced by the known one; a move into a door the map
+    knows closed (:func:`~smcplan.planning.places.blocked_move`, with the doors the particle's
+    own earlier steps opened or closed) reads as the failure reply, whatever the imagined reply
+    says."""
     out = []
     here = start
+    doors = dict(layout.doors) if layout is not None else {}
     for i, (a, o) in enumerate(particle.steps):
         known = (
             particle.triplets[i]
             if i < len(getattr(particle, "triplets", ())) and particle.triplets[i]
             else None
         )
+        if layout is not None and blocked_move(replace(layout, doors=doors), here, a):
+            o, known = BLOCKED_REPLY, None
+        _door_after(doors, here, a, o)
         place, names = place_and_entities(o, a, env_kind, triplets=known)
         if place is None and known is not None:  # the agent's own extractor may not mark places
             place, _ = place_and_entities(o, a, env_kind)
@@ -142,3 +154,18 @@ def steps_read(
         here = place or here
         out.append((place, names))
     return out
+
+
+def _door_after(
+    doors: dict[tuple[str, str], str], here: str | None, action: Any, reply: str
+) -> None:
+    """Record in ``doors`` the state of the door at ``here`` that the step ``(action, reply)``
+    leaves: opened onto a room, closed, already open or closed, or bumped into."""
+    if here is None:
+        return
+    state = door_state_after(action, reply)
+    door = DOOR_ACTION.match(" ".join(str(action or "").strip().lower().split()))
+    if state is None and door and door.group(1) == "open" and revealed_place(reply) is not None:
+        state = (door.group(2), "open")
+    if state is not None:
+        doors[(here, state[0])] = state[1]

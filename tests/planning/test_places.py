@@ -13,9 +13,11 @@ from smcplan.planning import PlanningError
 from smcplan.planning.config import parse_progress
 from smcplan.planning.outcome import Outcome
 from smcplan.planning.places import (
+    BLOCKED_REPLY,
     PlaceMap,
     TaskGoal,
     TaskProgress,
+    blocked_move,
     cost_to_go,
     distances,
     door_state_after,
@@ -340,8 +342,11 @@ def test_the_map_overrides_an_imagined_room_behind_a_known_exit():
     """Living room, then kitchen (whose West is the living room): an imagined "You are in the
     corridor." after ``move west`` reads as the living room, visited once, on the map, in the
     twists' reads and in novelty; the same reply behind the door to the North, which the map
-    does not know, stays a new place.  Opening a door onto a known room names only that room."""
-    seen = Seen().after(LIVING, None, {}, "twx").after(KITCHEN, "move east", {}, "twx")
+    does not know (open here: a closed one fails, the next test), stays a new place.  Opening a
+    door onto a known room names only that room."""
+    kitchen = KITCHEN.replace("closed patio door", "open patio door")
+    seen = Seen().after(LIVING, None, {}, "twx").after(kitchen, "move east", {}, "twx")
+    assert seen.layout.doors[("kitchen", "north")] == "open"
     corridor = "You are in the corridor. "
     assert known_exit(seen.layout, "kitchen", "move west") == "living room"
     assert known_exit(seen.layout, "kitchen", "move north") is None
@@ -361,3 +366,36 @@ def test_the_map_overrides_an_imagined_room_behind_a_known_exit():
     # west: the living room, one step there, no new entity; north: a new place and entity
     # (float32: a sqrt, a division, a product and an add, each rounded once)
     np.testing.assert_allclose(delta, [0.5 / np.sqrt(2.0), 1.0], rtol=gamma(4))
+
+
+def test_an_imagined_move_into_a_door_the_map_knows_closed_fails():
+    """The kitchen's North is a closed patio door: an imagined "You are in the backyard." after
+    ``move north`` reads as the game's failure reply (the agent stays, the step is wasted:
+    exactly -1/4) in the task twist and in the twists' reads, while a real reply is read as it
+    is; once the particle itself opened the door the move goes through."""
+    seen = Seen().after(KITCHEN, None, {}, "twx")
+    assert seen.layout.doors[("kitchen", "north")] == "closed"
+    assert blocked_move(seen.layout, "kitchen", "move north")
+    assert blocked_move(seen.layout, "kitchen", "Go  North")
+    assert not blocked_move(seen.layout, "kitchen", "move west")  # no door
+    assert not blocked_move(seen.layout, None, "move north")
+    assert not blocked_move(seen.layout, "kitchen", "open door to north")
+    backyard = "You are in the backyard. "
+    imagined = read_step(seen.layout, "move north", backyard, "twx", imagined=True)
+    assert imagined == read_step(seen.layout, "move north", BLOCKED_REPLY, "twx")
+    assert imagined.place == "kitchen" and "backyard" not in imagined.places
+    assert read_step(seen.layout, "move north", backyard, "twx").place == "backyard"
+    bump = SimpleNamespace(steps=(("move north", backyard),), outcomes=())
+    assert steps_read(bump, "twx", seen.layout, "kitchen") == [
+        steps_read(SimpleNamespace(steps=(("move north", BLOCKED_REPLY),)), "twx")[0]
+    ]
+    assert steps_read(bump, "twx")[0][0] == "backyard"  # no map, no rule
+    opened = "You open the patio door, revealing the backyard. "
+    through = SimpleNamespace(
+        steps=(("open door to north", opened), ("move north", backyard)), outcomes=()
+    )
+    assert steps_read(through, "twx", seen.layout, "kitchen")[1][0] == "backyard"
+    twist = TaskProgress(COIN_TASK, seen.layout, "twx")
+    # the same place, nothing learned: wasted (-1/4), no cost change, no exploring
+    assert twist.deltas(bump) == [-0.25]
+    assert twist.deltas(through)[1] > 0.0  # entering the unvisited backyard explores
