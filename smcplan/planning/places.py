@@ -9,8 +9,10 @@ east door closed``), where each thing was last seen (``coin in pantry``, ``kettl
 and what is held (``... in inventory``).  In ALFWorld every receptacle is one "go to" away
 (``complete``: distance 1 between any two places).
 
-**The frontier** :math:`F(M)`: the known but unvisited places (extra cost 0), the closed doors of
-a place whose other side is unknown (extra cost 2: open, then move) and, in ALFWorld, the
+**The frontier** :math:`F(M)`: the known but unvisited places (extra cost 0), the doors of a
+place whose other side is unknown (closed: extra cost 2, open, then move; open: extra cost 1,
+move; a real reply always names what an opened door reveals, so only an imagined one, "That is
+already open." for a closed door, leaves an open door unknown) and, in ALFWorld, the
 visited receptacles last seen closed (extra cost 1: open).  :math:`d_M(\ell, p)` is the
 shortest path (a link costs 1, 2 through a door last seen closed) and
 :math:`d_F(\ell) = \min_{(p, c) \in F} d_M(\ell, p) + c`.
@@ -314,8 +316,8 @@ def frontier(m: PlaceMap) -> list[tuple[str, float]]:
     """:math:`F(M)`: ``(place, extra cost)`` pairs (module docstring)."""
     out = [(p, 0.0) for p in sorted(m.places - m.visited)]
     for (p, d), state in sorted(m.doors.items()):
-        if state == "closed" and (p, d) not in m.exits:
-            out.append((p, 2.0))
+        if (p, d) not in m.exits and state in ("closed", "open"):
+            out.append((p, 2.0 if state == "closed" else 1.0))
     if m.complete:
         out += [
             (p, 1.0) for p in sorted(m.visited) if m.states.get(p) == "closed" and p not in m.opened

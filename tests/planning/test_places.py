@@ -399,3 +399,20 @@ def test_an_imagined_move_into_a_door_the_map_knows_closed_fails():
     # the same place, nothing learned: wasted (-1/4), no cost change, no exploring
     assert twist.deltas(bump) == [-0.25]
     assert twist.deltas(through)[1] > 0.0  # entering the unvisited backyard explores
+
+
+def test_an_open_door_whose_other_side_is_unknown_is_frontier_one_step_away():
+    """A world model's "That is already open." for the kitchen's closed patio door (the real
+    reply names the backyard) leaves the door open and its other side unknown: one step from
+    the frontier, so the task twist scores the imagined open like the real one (+1/2: cost 2
+    to 1) and not as losing the only door left."""
+    kitchen = Seen().after(LIVING, None, {}, "twx").after(KITCHEN, "move east", {}, "twx").layout
+    assert frontier(kitchen) == [("kitchen", 2.0)]  # the living room is visited
+    slip = read_step(kitchen, "open door to north", "That is already open. ", "twx")
+    assert slip.doors[("kitchen", "north")] == "open" and ("kitchen", "north") not in slip.exits
+    assert frontier(slip) == [("kitchen", 1.0)]
+    real = read_step(kitchen, "open door to north", "You open the patio door, revealing the yard. ")
+    assert frontier(real) == [("yard", 0.0)]
+    assert frontier_distance(slip, "kitchen") == frontier_distance(real, "kitchen") == 1.0
+    goal = parse_goal(COIN_TASK)
+    assert step_progress(kitchen, slip, goal) == step_progress(kitchen, real, goal) == 0.5
