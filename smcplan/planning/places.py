@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import heapq
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
@@ -73,11 +73,13 @@ __all__ = [
     "TaskGoal",
     "read_step",
     "door_state_after",
+    "door_after",
     "DOOR_ACTION",
     "stays_put",
     "hides_only",
     "known_exit",
     "blocked_move",
+    "move_into_closed_door",
     "BLOCKED_REPLY",
     "revealed_place",
     "parse_goal",
@@ -144,10 +146,18 @@ def blocked_move(m: PlaceMap, place: str | None, action: str | None) -> bool:
     ``imagined=True`` and :func:`~smcplan.planning.seen.steps_read` read it as
     :data:`BLOCKED_REPLY` (a learned model on twx:coin predicted a failed move as a move into a
     room 6 times in 7, and the twists paid an unvisited room for walking into a closed door)."""
+    return move_into_closed_door(m.doors, place, action)
+
+
+def move_into_closed_door(
+    doors: Mapping[tuple[str, str], str], place: str | None, action: str | None
+) -> bool:
+    """:func:`blocked_move` on a bare ``doors`` mapping (``(place, d) -> "open" | "closed"``),
+    for a reader that follows a particle's own door changes without rebuilding the map."""
     if place is None:
         return False
     step = _MOVE.match(" ".join(str(action or "").strip().lower().split()))
-    return bool(step) and m.doors.get((place, step.group(1))) == "closed"
+    return bool(step) and doors.get((place, step.group(1))) == "closed"
 
 
 _HOLD = "inventory"
@@ -248,7 +258,7 @@ def read_step(
         exits[(before, moved.group(1))] = place
         links.add(frozenset((before, place)))
     if before is not None:
-        state = door_state_after(action, observation)
+        state = door_after(action, observation)
         if state is not None:
             doors[(before, state[0])] = state[1]
     visited = m.visited | ({place} if place is not None else set())
@@ -278,6 +288,16 @@ def door_state_after(action: str | None, observation: str) -> tuple[str, str] | 
     if moved and "the door is closed" in o:
         return moved.group(1), "closed"
     return None
+
+
+def door_after(action: str | None, observation: str) -> tuple[str, str] | None:
+    """:func:`door_state_after`, and ``(d, "open")`` for ``open door to d`` whose reply reveals
+    a room: the state of the door to ``d`` of the agent's place once the step is read."""
+    state = door_state_after(action, observation)
+    door = DOOR_ACTION.match(" ".join(str(action or "").strip().lower().split()))
+    if state is None and door and door.group(1) == "open" and revealed_place(observation):
+        return door.group(2), "open"
+    return state
 
 
 def _door_closed(m: PlaceMap, a: str, b: str) -> bool:

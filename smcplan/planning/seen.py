@@ -10,18 +10,16 @@ The count-based and rule-based twists (:mod:`smcplan.planning.twist_rules`) and 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import replace
 from typing import Any, NamedTuple
 
 from smcplan.memory import extract_triplets
 from smcplan.planning.places import (
     BLOCKED_REPLY,
-    DOOR_ACTION,
     PlaceMap,
-    blocked_move,
-    door_state_after,
+    door_after,
     hides_only,
     known_exit,
+    move_into_closed_door,
     read_step,
     revealed_place,
     stays_put,
@@ -133,9 +131,11 @@ def steps_read(
             if i < len(getattr(particle, "triplets", ())) and particle.triplets[i]
             else None
         )
-        if layout is not None and blocked_move(replace(layout, doors=doors), here, a):
+        if layout is not None and move_into_closed_door(doors, here, a):
             o, known = BLOCKED_REPLY, None
-        _door_after(doors, here, a, o)
+        door = door_after(a, o) if here is not None else None
+        if door is not None:  # the particle's own door changes, for its later steps
+            doors[(here, door[0])] = door[1]
         place, names = place_and_entities(o, a, env_kind, triplets=known)
         if place is None and known is not None:  # the agent's own extractor may not mark places
             place, _ = place_and_entities(o, a, env_kind)
@@ -154,18 +154,3 @@ def steps_read(
         here = place or here
         out.append((place, names))
     return out
-
-
-def _door_after(
-    doors: dict[tuple[str, str], str], here: str | None, action: Any, reply: str
-) -> None:
-    """Record in ``doors`` the state of the door at ``here`` that the step ``(action, reply)``
-    leaves: opened onto a room, closed, already open or closed, or bumped into."""
-    if here is None:
-        return
-    state = door_state_after(action, reply)
-    door = DOOR_ACTION.match(" ".join(str(action or "").strip().lower().split()))
-    if state is None and door and door.group(1) == "open" and revealed_place(reply) is not None:
-        state = (door.group(2), "open")
-    if state is not None:
-        doors[(here, state[0])] = state[1]
