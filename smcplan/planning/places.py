@@ -81,6 +81,11 @@ __all__ = [
     "blocked_move",
     "move_into_closed_door",
     "BLOCKED_REPLY",
+    "ALREADY_OPEN",
+    "ALREADY_CLOSED",
+    "known_reply",
+    "imagined_reply",
+    "impossible_reveal",
     "revealed_place",
     "parse_goal",
     "frontier_distance",
@@ -160,6 +165,61 @@ def move_into_closed_door(
     return bool(step) and doors.get((place, step.group(1))) == "closed"
 
 
+#: TextWorldExpress's replies to opening an open door and closing a closed one
+ALREADY_OPEN = "That is already open."
+ALREADY_CLOSED = "That is already closed."
+
+
+def known_reply(
+    doors: Mapping[tuple[str, str], str],
+    exits: Mapping[tuple[str, str], str],
+    place: str | None,
+    action: str | None,
+) -> str | None:
+    """The game's reply to ``action`` at ``place`` where the map (read from real observations)
+    already decides it, else None; the first sentence the world model is trained to predict:
+
+    * ``move d``: the door to ``d`` last seen closed: :data:`BLOCKED_REPLY`
+      (:func:`move_into_closed_door`); else a known exit to q: "You are in the q.";
+    * ``open door to d``: open: :data:`ALREADY_OPEN`; closed, and the room behind it known:
+      "You open the door, revealing the q.";
+    * ``close door to d``: closed: :data:`ALREADY_CLOSED`; open onto a known room: "You close
+      the door to the q.".
+
+    The moves and doors of these games are deterministic, so where the map knows the door and
+    the room an imagined reply that says otherwise is a world model's slip.  Read on twx:coin dev
+    traces (seeds 10001, 10003, 10006, lost): the learned model answered a move out of the
+    corridor with "You are in the corridor." (read as not moving, so every move scored as a
+    wasted step and the agent chose among them at random) and an open door with "You open the
+    wood door to the laundry room." (read as opening it, so the agent opened open doors again
+    and again).  Only imagined steps are read this way (:func:`read_step` with
+    ``imagined=True``, :func:`~smcplan.planning.seen.steps_read`); a real reply is never
+    rewritten.  A door closed from its other side is not seen from this one, so a door the agent
+    closed behind it reads from the other room as last seen there."""
+    if place is None:
+        return None
+    a = " ".join(str(action or "").strip().lower().split())
+    moved = _MOVE.match(a)
+    if moved:
+        if move_into_closed_door(doors, place, a):
+            return BLOCKED_REPLY
+        q = exits.get((place, moved.group(1)))
+        return None if q is None or q == place else f"You are in the {q}."
+    door = DOOR_ACTION.match(a)
+    if door is None:
+        return None
+    verb, d = door.groups()
+    state, q = doors.get((place, d)), exits.get((place, d))
+    known_room = q is not None and q != place
+    if verb == "open":
+        if state == "open":
+            return ALREADY_OPEN
+        return f"You open the door, revealing the {q}." if state == "closed" and known_room else None
+    if state == "closed":
+        return ALREADY_CLOSED
+    return f"You close the door to the {q}." if state == "open" and known_room else None
+
+
 _HOLD = "inventory"
 
 
@@ -213,10 +273,15 @@ def read_step(
 ) -> PlaceMap:
     """The map after ``observation`` (the result of ``action``, read with the rule extractor
     unless ``triplets`` are given).  With ``imagined=True`` (a particle's step, not the env's)
-    a move into a door the map knows closed (:func:`blocked_move`) reads as
-    :data:`BLOCKED_REPLY` whatever the reply says; a real reply is always read as it is."""
-    if imagined and blocked_move(m, m.place, action):
-        observation, triplets = BLOCKED_REPLY, ()
+    a step whose reply the map already decides (:func:`known_reply`: a move into a door last
+    seen closed, a move through a known exit, opening an open door, ...) reads as that reply
+    where the imagined one tells another event (:func:`imagined_reply`), and an imagined reveal of a room that cannot be there
+    (:func:`impossible_reveal`) opens the door onto an unknown room; a real reply is always read
+    as it is."""
+    if imagined:
+        reply = imagined_reply(m.doors, m.exits, m.place, action, observation, env_kind)
+        if reply != observation:
+            observation, triplets = reply, None
     if triplets is None:
         triplets = extract_triplets(str(observation), action, env_kind=env_kind)
     triples = [t.as_tuple() if hasattr(t, "as_tuple") else tuple(t) for t in triplets]
@@ -249,10 +314,12 @@ def read_step(
     opened = _OPEN_DOOR.match(str(action or "").strip().lower())
     revealed = _REVEAL.search(str(observation))
     if opened and revealed and before is not None:
+        d = opened.group(1)
         q = known or revealed.group(1).strip().lower()
-        exits[(before, opened.group(1))] = q
-        doors[(before, opened.group(1))] = "open"
-        links.add(frozenset((before, q)))
+        doors[(before, d)] = "open"
+        if not (imagined and impossible_reveal(m, before, d, q)):
+            exits[(before, d)] = q
+            links.add(frozenset((before, q)))
     moved = _MOVE.match(str(action or "").strip().lower())
     if moved and before is not None and place is not None and place != before:
         exits[(before, moved.group(1))] = place
@@ -264,6 +331,52 @@ def read_step(
     visited = m.visited | ({place} if place is not None else set())
     opened = m.opened | {e for e, state in states.items() if state == "open"}
     return PlaceMap(place, visited, frozenset(links), exits, doors, where, states, complete, opened)
+
+
+def imagined_reply(
+    doors: Mapping[tuple[str, str], str],
+    exits: Mapping[tuple[str, str], str],
+    place: str | None,
+    action: str | None,
+    observation: str,
+    env_kind: str = "auto",
+) -> str:
+    """An imagined ``observation`` of ``action`` at ``place``, or :func:`known_reply` where the
+    map decides the step and the imagined reply tells another event: a move that the reply does
+    not take anywhere else (a failure, a "You are in" the same room), a door opened, closed or
+    found as it was where the map knows otherwise.  A reply that already tells the map's event
+    is kept, with what else it says (a move into another room is then read as the room the map
+    knows, :func:`known_exit`; the rest of the reply, e.g. a thing seen there, stays)."""
+    forced = known_reply(doors, exits, place, action)
+    if forced is None or forced == BLOCKED_REPLY:
+        return observation if forced is None else forced
+    text = " ".join(str(observation).split())
+    low = text.lower()
+    if forced.startswith("You are in "):
+        named = [
+            t.as_tuple()[2]
+            for t in extract_triplets(text, action, env_kind=env_kind)
+            if t.as_tuple()[:2] in (("agent", "in"), ("agent", "at"))
+        ]
+        return observation if named and named[-1] != place else forced
+    if forced.startswith("You open "):
+        return observation if revealed_place(text) not in (None, place) else forced
+    if forced.startswith("You close "):
+        return observation if low.startswith("you close ") else forced
+    return forced  # "That is already open/closed.": the door is as the map last saw it
+
+
+def impossible_reveal(m: PlaceMap, place: str, direction: str, room: str) -> bool:
+    """True when a door of ``place`` cannot open onto ``room``: it is ``place`` itself, or the
+    map already has ``room`` behind another exit of ``place`` (a room of these games joins a
+    neighbour once).  A real reply never says so; an imagined one that does is a world model's
+    guess of a room it has seen (the learned model answered an unknown door of the corridor with
+    "revealing the laundry room", the room south of it), and :func:`read_step` reads it as a door
+    opened onto a room it does not know: frontier at extra cost 1, as the game's reply would be
+    before the room is named."""
+    if room == place:
+        return True
+    return any(p == place and d != direction and q == room for (p, d), q in m.exits.items())
 
 
 def door_state_after(action: str | None, observation: str) -> tuple[str, str] | None:

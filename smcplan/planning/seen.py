@@ -14,12 +14,11 @@ from typing import Any, NamedTuple
 
 from smcplan.memory import extract_triplets
 from smcplan.planning.places import (
-    BLOCKED_REPLY,
     PlaceMap,
     door_after,
     hides_only,
     known_exit,
-    move_into_closed_door,
+    imagined_reply,
     read_step,
     revealed_place,
     stays_put,
@@ -118,10 +117,11 @@ def steps_read(
     :func:`~smcplan.planning.places.hides_only`).  With the episode's ``layout`` and the place
     the particle ``start`` s from, a move or a door whose destination the map knows
     (:func:`~smcplan.planning.places.known_exit`) reads as that place, whatever the imagined
-    reply names: the reply's room name replaced by the known one; a move into a door the map
-    knows closed (:func:`~smcplan.planning.places.blocked_move`, with the doors the particle's
-    own earlier steps opened or closed) reads as the failure reply, whatever the imagined reply
-    says."""
+    reply names: the reply's room name replaced by the known one; a step whose reply the map
+    decides and the imagined one contradicts (:func:`~smcplan.planning.places.imagined_reply`,
+    with the doors the particle's own earlier steps opened or closed: a move into a door last
+    seen closed, a move through a known exit read as staying, an open door opened again) reads
+    as the map's reply."""
     out = []
     here = start
     doors = dict(layout.doors) if layout is not None else {}
@@ -131,8 +131,10 @@ def steps_read(
             if i < len(getattr(particle, "triplets", ())) and particle.triplets[i]
             else None
         )
-        if layout is not None and move_into_closed_door(doors, here, a):
-            o, known = BLOCKED_REPLY, None
+        if layout is not None:
+            reply = imagined_reply(doors, layout.exits, here, a, o, env_kind)
+            if reply != o:
+                o, known = reply, None
         door = door_after(a, o) if here is not None else None
         if door is not None:  # the particle's own door changes, for its later steps
             doors[(here, door[0])] = door[1]

@@ -13,6 +13,8 @@ from smcplan.planning import PlanningError
 from smcplan.planning.config import parse_progress
 from smcplan.planning.outcome import Outcome
 from smcplan.planning.places import (
+    ALREADY_CLOSED,
+    ALREADY_OPEN,
     BLOCKED_REPLY,
     PlaceMap,
     TaskGoal,
@@ -25,7 +27,10 @@ from smcplan.planning.places import (
     frontier,
     frontier_distance,
     hides_only,
+    imagined_reply,
+    impossible_reveal,
     known_exit,
+    known_reply,
     parse_goal,
     read_step,
     stage,
@@ -416,3 +421,97 @@ def test_an_open_door_whose_other_side_is_unknown_is_frontier_one_step_away():
     assert frontier_distance(slip, "kitchen") == frontier_distance(real, "kitchen") == 1.0
     goal = parse_goal(COIN_TASK)
     assert step_progress(kitchen, slip, goal) == step_progress(kitchen, real, goal) == 0.5
+
+
+def _kitchen_door_opened() -> Seen:
+    """The living room, then the kitchen, whose closed patio door to the North the agent opened
+    onto the backyard (real replies)."""
+    seen = Seen().after(LIVING, None, {}, "twx").after(KITCHEN, "move east", {}, "twx")
+    return seen.after("You open the patio door, revealing the backyard. ", "open door to north", {})
+
+
+def test_the_reply_the_map_decides_for_moves_and_doors():
+    kitchen = Seen().after(KITCHEN, None, {}, "twx").layout
+    opened = _kitchen_door_opened().layout
+    assert known_reply(kitchen.doors, kitchen.exits, "kitchen", "move north") == BLOCKED_REPLY
+    assert known_reply(kitchen.doors, kitchen.exits, "kitchen", "Move  West") == (
+        "You are in the living room."
+    )
+    assert known_reply(kitchen.doors, kitchen.exits, "kitchen", "move south") is None  # no exit
+    assert known_reply(kitchen.doors, kitchen.exits, "kitchen", "open door to north") is None
+    assert known_reply(kitchen.doors, kitchen.exits, "kitchen", "close door to north") == (
+        ALREADY_CLOSED
+    )
+    assert known_reply(opened.doors, opened.exits, "kitchen", "move north") == (
+        "You are in the backyard."
+    )
+    assert known_reply(opened.doors, opened.exits, "kitchen", "open door to north") == ALREADY_OPEN
+    assert known_reply(opened.doors, opened.exits, "kitchen", "close door to north") == (
+        "You close the door to the backyard."
+    )
+    closed = read_step(opened, "close door to north", "You close the patio door to the backyard.")
+    assert closed.doors[("kitchen", "north")] == "closed"
+    assert known_reply(closed.doors, closed.exits, "kitchen", "open door to north") == (
+        "You open the door, revealing the backyard."
+    )
+    for action in ("look around", "inventory", "take coin"):
+        assert known_reply(opened.doors, opened.exits, "kitchen", action) is None
+    assert known_reply(opened.doors, opened.exits, None, "move north") is None
+
+
+def test_an_imagined_reply_that_tells_another_event_than_the_map_reads_as_the_map_s():
+    """Read on lost twx:coin dev episodes: "You are in the corridor." for a move out of the
+    corridor through a known exit (read as staying: a wasted step, tied with every other move),
+    and "You open the wood door to the laundry room." for a door already open (read as
+    opening it: the agent opened open doors again)."""
+    m = _kitchen_door_opened().layout
+    d, e = m.doors, m.exits
+    stay = "You are in the kitchen. "
+    assert imagined_reply(d, e, "kitchen", "move north", stay) == "You are in the backyard."
+    assert imagined_reply(d, e, "kitchen", "move north", BLOCKED_REPLY) == "You are in the backyard."
+    # a reply that already moves the agent is kept, with what else it says
+    there = "You are in the garden. In one part of the room you see a coin. "
+    assert imagined_reply(d, e, "kitchen", "move north", there) == there
+    again = "You open the wood door to the laundry room. "
+    assert imagined_reply(d, e, "kitchen", "open door to north", again) == ALREADY_OPEN
+    shut = "You close the patio door to the backyard. "
+    assert imagined_reply(d, e, "kitchen", "close door to north", shut) == shut
+    assert imagined_reply(d, e, "kitchen", "close door to north", ALREADY_CLOSED) == (
+        "You close the door to the backyard."
+    )
+    assert imagined_reply(d, e, "kitchen", "look around", stay) == stay  # the map decides nothing
+    # the twist reads the map's event: the move reaches the backyard, opening again is wasted
+    assert read_step(m, "move north", stay, "twx", imagined=True) == read_step(
+        m, "move north", "You are in the backyard.", "twx"
+    )
+    assert read_step(m, "move north", stay, "twx").place == "kitchen"  # a real reply as it is
+    twist = TaskProgress(COIN_TASK, m, "twx")
+    again_step = SimpleNamespace(steps=(("open door to north", again),), outcomes=())
+    assert twist.deltas(again_step) == [-0.25]  # the same place, nothing learned
+    move = SimpleNamespace(steps=(("move north", stay),), outcomes=())
+    # entering the unvisited backyard explores (+1); the imagined reply names no exit of it, so
+    # the map after the step has no frontier left and no cost term
+    assert twist.deltas(move) == [1.0]
+    assert steps_read(move, "twx", m, "kitchen") == [("backyard", {"backyard"})]
+
+
+def test_an_imagined_reveal_of_a_room_that_cannot_be_behind_the_door_opens_onto_the_unknown():
+    """A door never opens onto the room it is in, nor onto a room the map has behind another
+    exit of the same room: such an imagined reveal reads as a door opened onto an unknown room
+    (frontier at extra cost 1, +1/2 as the real reply of a new room would score), while a real
+    reply is read as it is."""
+    kitchen = Seen().after(LIVING, None, {}, "twx").after(KITCHEN, "move east", {}, "twx").layout
+    assert impossible_reveal(kitchen, "kitchen", "north", "kitchen")
+    assert impossible_reveal(kitchen, "kitchen", "north", "living room")  # it is to the West
+    assert not impossible_reveal(kitchen, "kitchen", "north", "backyard")
+    assert not impossible_reveal(kitchen, "kitchen", "west", "living room")
+    goal = parse_goal(COIN_TASK)
+    for room in ("kitchen", "living room"):
+        reply = f"You open the patio door, revealing the {room}. "
+        slip = read_step(kitchen, "open door to north", reply, "twx", imagined=True)
+        assert slip.doors[("kitchen", "north")] == "open"
+        assert ("kitchen", "north") not in slip.exits
+        assert frontier(slip) == [("kitchen", 1.0)]
+        assert step_progress(kitchen, slip, goal) == 0.5
+        real = read_step(kitchen, "open door to north", reply, "twx")
+        assert real.exits[("kitchen", "north")] == room
