@@ -214,7 +214,8 @@ def known_reply(
     if verb == "open":
         if state == "open":
             return ALREADY_OPEN
-        return f"You open the door, revealing the {q}." if state == "closed" and known_room else None
+        known_door = state == "closed" and known_room
+        return f"You open the door, revealing the {q}." if known_door else None
     if state == "closed":
         return ALREADY_CLOSED
     return f"You close the door to the {q}." if state == "open" and known_room else None
@@ -275,9 +276,9 @@ def read_step(
     unless ``triplets`` are given).  With ``imagined=True`` (a particle's step, not the env's)
     a step whose reply the map already decides (:func:`known_reply`: a move into a door last
     seen closed, a move through a known exit, opening an open door, ...) reads as that reply
-    where the imagined one tells another event (:func:`imagined_reply`), and an imagined reveal of a room that cannot be there
-    (:func:`impossible_reveal`) opens the door onto an unknown room; a real reply is always read
-    as it is."""
+    where the imagined one tells another event (:func:`imagined_reply`), and an imagined reveal
+    of a room that cannot be there (:func:`impossible_reveal`) opens the door onto an unknown
+    room; a real reply is always read as it is."""
     if imagined:
         reply = imagined_reply(m.doors, m.exits, m.place, action, observation, env_kind)
         if reply != observation:
