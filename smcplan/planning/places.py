@@ -349,10 +349,11 @@ def imagined_reply(
     is kept, with what else it says (a move into another room is then read as the room the map
     knows, :func:`known_exit`; the rest of the reply, e.g. a thing seen there, stays)."""
     forced = known_reply(doors, exits, place, action)
-    if forced is None or forced == BLOCKED_REPLY:
-        return observation if forced is None else forced
+    if forced is None:
+        return observation
+    if forced == BLOCKED_REPLY:  # no imagined reply makes a closed door passable
+        return forced
     text = " ".join(str(observation).split())
-    low = text.lower()
     if forced.startswith("You are in "):
         named = [
             t.as_tuple()[2]
@@ -363,7 +364,7 @@ def imagined_reply(
     if forced.startswith("You open "):
         return observation if revealed_place(text) not in (None, place) else forced
     if forced.startswith("You close "):
-        return observation if low.startswith("you close ") else forced
+        return observation if text.lower().startswith("you close ") else forced
     return forced  # "That is already open/closed.": the door is as the map last saw it
 
 
