@@ -7,7 +7,12 @@
 * :class:`PlanResult` — chosen action, weight mass per first action, particles, log-weights,
   ancestry, ESS, log Z, calls per component;
 * the component Protocols (:class:`Proposal`, :class:`WorldModel`, :class:`Twist`) and what
-  they return (:class:`Proposed`, :class:`Transition`, :class:`Score`);
+  they return (:class:`Proposed`, :class:`Transition`, :class:`Score`); the text planner takes
+  the user's own ones as plain callables or objects (:mod:`smcplan.planning.custom`: the calls,
+  the math, the checks; a bad one raises :class:`ComponentError`);
+* :class:`TextParticle` (one imagined future of a text agent: what a text component gets and a
+  world model extends) and :class:`Outcome` (what the environment said about one imagined
+  step);
 * :func:`build_text_planner` / :func:`run_text_planner` — the text planner in two steps (build
   the components from the inputs, validated once; run :func:`tsmc` on them with a key), a
   :class:`TextPlanner` in between; ``plan(task, ...)`` is both;
@@ -23,6 +28,7 @@ Imports ``smcplan.smc`` and ``smcplan.pomdp`` (and, lazily, ``smcplan.llm`` and
 
 from smcplan.planning.batch import replicate
 from smcplan.planning.components import (
+    ComponentError,
     PlanningError,
     Proposal,
     Proposed,
@@ -38,9 +44,11 @@ from smcplan.planning.config import (
     Retrieval,
     WorldModelKind,
 )
+from smcplan.planning.outcome import Outcome
 from smcplan.planning.plan import plan, plan_pomdp
 from smcplan.planning.result import PlanResult
 from smcplan.planning.text_components import TextPlanner, build_text_planner, run_text_planner
+from smcplan.planning.text_particle import TextParticle
 from smcplan.planning.tsmc import CHOICES, WEIGHTINGS, tsmc
 
 __all__ = [
@@ -52,12 +60,15 @@ __all__ = [
     "TextPlanner",
     "PlanResult",
     "PlanningError",
+    "ComponentError",
     "Proposal",
     "WorldModel",
     "Twist",
     "Proposed",
     "Transition",
     "Score",
+    "TextParticle",
+    "Outcome",
     "replicate",
     "WEIGHTINGS",
     "CHOICES",

@@ -20,7 +20,15 @@ import numpy as np
 
 from smcplan.planning.components import Batch, PlanningError
 
-__all__ = ["as_key", "is_list_batch", "batch_size", "take", "replicate", "to_host_list"]
+__all__ = [
+    "as_key",
+    "as_batch",
+    "is_list_batch",
+    "batch_size",
+    "take",
+    "replicate",
+    "to_host_list",
+]
 
 
 def as_key(key: Any) -> jax.Array:
@@ -32,6 +40,18 @@ def as_key(key: Any) -> jax.Array:
     raise PlanningError(
         f"key must be a jax.random key or an int seed; got {type(key).__name__} {key!r}"
     )
+
+
+def as_batch(particles: Batch) -> Batch:
+    """The initial particles as a batch: a plain ``tuple`` of particle objects (e.g. the
+    ``particles`` of a :class:`~smcplan.planning.text_components.TextPlanner`) becomes a ``list``
+    (a Python-object batch); a tuple whose leaves are all arrays is a pytree and stays as it is,
+    and so does anything else."""
+    if type(particles) is tuple and particles:
+        leaves = jax.tree_util.tree_leaves(particles)
+        if not leaves or not all(isinstance(leaf, jax.Array | np.ndarray) for leaf in leaves):
+            return list(particles)
+    return particles
 
 
 def is_list_batch(batch: Batch) -> bool:

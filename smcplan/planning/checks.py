@@ -15,11 +15,17 @@ import jax.numpy as jnp
 import numpy as np
 
 from smcplan.planning.batch import batch_size
-from smcplan.planning.components import PlanningError
+from smcplan.planning.components import ComponentError, PlanningError
 from smcplan.smc import resampling as _resampling
 from smcplan.smc.validation import is_concrete
 
-__all__ = ["validate_config", "component_name", "check_vector", "check_batch"]
+__all__ = [
+    "validate_config",
+    "component_name",
+    "check_vector",
+    "check_batch",
+    "check_returned",
+]
 
 #: Weighting rules of :func:`~smcplan.planning.tsmc.tsmc`: ``"nesyfs"`` (the paper's rule) and
 #: ``"twisted"`` (properly weighted twisted SMC for the target :math:`p_0\,\phi`).
@@ -77,8 +83,32 @@ def validate_config(
 
 
 def component_name(component: Any) -> str:
+    """What a component is called in errors and in ``result.config``: its ``__name__`` (a
+    function's name, or the name a wrapper copies), else its type's name (a protocol object)."""
     name = getattr(component, "__name__", None)
-    return name if isinstance(name, str) else type(component).__name__
+    if isinstance(name, str):
+        return name
+    inner = getattr(component, "func", None)  # functools.partial
+    if inner is not None and isinstance(getattr(inner, "__name__", None), str):
+        return str(inner.__name__)
+    return type(component).__name__
+
+
+def check_returned(out: Any, expected: type, what: str, t: int) -> Any:
+    """``out`` if it is an ``expected`` (a :class:`~smcplan.planning.components.Proposed`,
+    :class:`~smcplan.planning.components.Transition` or
+    :class:`~smcplan.planning.components.Score`) or has all its fields; else a
+    :class:`ComponentError` naming the component (``what``), the step and what it must return."""
+    fields = expected._fields  # type: ignore[attr-defined]
+    if isinstance(out, expected) or all(hasattr(out, f) for f in fields):
+        return out
+    shown = repr(out)
+    shown = shown if len(shown) <= 80 else shown[:77] + "..."
+    raise ComponentError(
+        f"step {t}: {what} returned {type(out).__name__} {shown}; it must return "
+        f"smcplan.planning.{expected.__name__}({', '.join(fields)}), e.g. "
+        f"return {expected.__name__}({fields[0]}=..., {fields[1]}=...)"
+    )
 
 
 def check_vector(x: Any, n: int, what: str, t: int, allow_neg_inf: bool = True) -> jax.Array:

@@ -43,6 +43,7 @@ __all__ = [
     "WorldModel",
     "Twist",
     "PlanningError",
+    "ComponentError",
 ]
 
 Batch = Any
@@ -53,13 +54,23 @@ class PlanningError(SmcplanError, ValueError):
     """Bad planner input or a component that broke its contract (names the value and the fix)."""
 
 
+class ComponentError(PlanningError, TypeError):
+    """A proposal, world model or twist of the wrong kind: neither a built-in name nor a callable,
+    a class where an instance is meant, a callable whose signature cannot take the planner's call,
+    or one that returned the wrong type.  Also a ``TypeError`` (and, as a
+    :class:`PlanningError`, a ``ValueError``); the message names the argument, the value and the
+    call the planner makes."""
+
+
 class Proposed(NamedTuple):
     """What a :class:`Proposal` returns for N particles.
 
     ``actions``: N actions (int array (N,) for POMDPs, ``list[str]`` for text agents);
     ``log_q``: (N,) :math:`\\log q(a_t \\mid x_{<t})`;
     ``log_p``: (N,) :math:`\\log p_0(a_t \\mid x_{<t})` under the target's prior policy, or
-    ``None`` when the proposal *is* the prior (:math:`q = p_0`, the ratio cancels).
+    ``None`` when the proposal *is* the prior (:math:`q = p_0`, the ratio cancels).  Under
+    ``weighting="twisted"`` the step's log-weight gains ``log_p - log_q`` (nothing when
+    ``log_p`` is ``None``); under ``"nesyfs"`` ``log_q`` only breaks ties (``tie_break``).
     """
 
     actions: Batch
@@ -100,7 +111,9 @@ class Score(NamedTuple):
 class Proposal(Protocol):
     """``proposal(key, particles, t, horizon) -> Proposed``: one action per particle.
 
-    ``t`` is the planning step (1-based) and ``horizon`` the planning horizon H.
+    ``t`` is the planning step (1-based) and ``horizon`` the planning horizon H.  Any function
+    or object with this call is one (the text ``plan()`` takes it as ``proposal=``:
+    :mod:`smcplan.planning.custom`).
     """
 
     def __call__(self, key: jax.Array, particles: Batch, t: int, horizon: int) -> Proposed: ...
@@ -108,7 +121,9 @@ class Proposal(Protocol):
 
 @runtime_checkable
 class WorldModel(Protocol):
-    """``world_model(key, particles, actions, t, horizon) -> Transition``: one transition each."""
+    """``world_model(key, particles, actions, t, horizon) -> Transition``: one transition each
+    (the text ``plan()`` takes any such function or object as ``world_model=``:
+    :mod:`smcplan.planning.custom`)."""
 
     def __call__(
         self, key: jax.Array, particles: Batch, actions: Batch, t: int, horizon: int
@@ -118,6 +133,8 @@ class WorldModel(Protocol):
 @runtime_checkable
 class Twist(Protocol):
     """``twist(key, particles, t, horizon) -> Score``: progress and/or log-potential of each
-    extended particle :math:`x_{\\le t}`; at ``t == horizon`` the log-potential is terminal."""
+    extended particle :math:`x_{\\le t}`; at ``t == horizon`` the log-potential is terminal
+    (the text ``plan()`` takes any such function or object as ``twist=``:
+    :mod:`smcplan.planning.custom`)."""
 
     def __call__(self, key: jax.Array, particles: Batch, t: int, horizon: int) -> Score: ...

@@ -79,6 +79,17 @@ PROPOSALS = ("lm", "uniform")
 ROLLOUT_POLICIES = ("uniform", "untried")
 
 
+#: How a refused name says where the user's own component goes (PlannerConfig holds names only).
+_OWN = {
+    role: f", or your own {role} as a callable {call} passed to plan(..., {role}=...) or "
+    "build_text_planner (docs/planning.md, 'Your own proposal, world model and twist')"
+    for role, call in (
+        ("proposal", "(key, particles, t, horizon) -> Proposed"),
+        ("world_model", "(key, particles, actions, t, horizon) -> Transition"),
+    )
+}
+
+
 def _check_int(name: str, value: Any, low: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
         raise PlanningError(f"{name} must be an integer >= {low}; got {value!r}")
@@ -102,8 +113,8 @@ class PlannerConfig(Settings):
     ``choice`` ``"sample"`` (:math:`j\sim\mathrm{Cat}(W^H)`) or ``"max_weight"``; ``tie_break``
     (:data:`TIE_BREAKS`, ``"proposal"``); ``world_model`` (:class:`WorldModelKind`, ``"lm"``;
     stored as the enum member);
-    ``world_model_path`` (the learned world model's adapter or model folder; only with
-    ``world_model="learned"``);
+    ``world_model_path`` (the learned world model's adapter or model folder, or a shipped
+    artifact's name such as ``"twx-coin-world-model"``; only with ``world_model="learned"``);
     ``progress`` (:data:`PROGRESS` or a ``+``-sum, ``"lm"``); ``proposal`` (:data:`PROPOSALS`,
     ``"lm"``); ``observation_tokens`` bounds each predicted observation of the LM world model;
     ``observation_temperature`` (1.0) is the temperature the LM and learned world models sample
@@ -150,27 +161,29 @@ class PlannerConfig(Settings):
             self.resampling,
             self.tie_break,
         )
-        if self.world_model not in WORLD_MODELS:
+        if not isinstance(self.world_model, str) or self.world_model not in WORLD_MODELS:
             raise PlanningError(
                 f"unknown world_model {self.world_model!r}; known: {', '.join(WORLD_MODELS)}"
+                f"{_OWN['world_model']}"
             )
         object.__setattr__(self, "world_model", WorldModelKind(self.world_model))
         learned = self.world_model is WorldModelKind.LEARNED
         path = self.world_model_path
         if learned and (not isinstance(path, str) or not path.strip()):
             raise PlanningError(
-                "world_model='learned' needs world_model_path= the adapter or model folder "
-                "written by `smcplan train world-model --out DIR` (DIR/adapter); got "
-                f"{path!r}"
+                "world_model='learned' needs world_model_path= a shipped artifact's name "
+                "(such as 'twx-coin-world-model') or the adapter or model folder written by "
+                f"`smcplan train world-model --out DIR` (DIR/adapter); got {path!r}"
             )
         if not learned and path is not None:
             raise PlanningError(
                 f"world_model_path={path!r} is the learned world model's folder; it needs "
                 f"world_model='learned' (got world_model={str(self.world_model)!r})"
             )
-        if self.proposal not in PROPOSALS:
+        if not isinstance(self.proposal, str) or self.proposal not in PROPOSALS:
             raise PlanningError(
                 f"unknown proposal {self.proposal!r}; known: {', '.join(PROPOSALS)}"
+                f"{_OWN['proposal']}"
             )
         parse_progress(self.progress)
         _check_int("particles_per_action", self.particles_per_action, 0)
@@ -252,9 +265,15 @@ def world_model_of(options: Mapping[str, Any]) -> WorldModelKind | None:
 def parse_progress(spec: Any) -> tuple[str, ...]:
     """``"env+novelty"`` -> ``("env", "novelty")``; an unknown name lists the valid ones."""
     if not isinstance(spec, str) or not spec.strip():
+        own = (
+            "; your own twist, a callable (key, particles, t, horizon) -> Score, goes to "
+            "twist= instead"
+            if callable(spec)
+            else ""
+        )
         raise PlanningError(
             f"progress must be a name or a '+'-sum of names from {', '.join(PROGRESS)}; "
-            f"got {spec!r}"
+            f"got {spec!r}{own}"
         )
     names = tuple(part.strip() for part in spec.split("+"))
     for name in names:

@@ -52,6 +52,17 @@ class PlanResult:
         :math:`\log\mathbb E_q[e^{\lambda\sum_t\delta_t}]`.
     calls
         Batched invocations of each component: ``{"proposal": H, "world_model": H, "twist": H}``.
+    weighting, horizon, num_particles
+        The weighting rule, H and N of the run.
+    config
+        What ran: the settings of :func:`~smcplan.planning.tsmc.tsmc` (``lam``, ``resampling``,
+        ``ess_threshold``, ``choice``, ``jit``, ``tie_break``) and each component's name
+        (``proposal``, ``world_model``, ``twist``: a function's ``__name__`` or an object's
+        class name); the text planner adds ``proposal_kind``, ``world_model_kind`` and
+        ``progress`` (the built-in's name, or the user's component's name), ``custom`` (the
+        roles the user supplied), ``oracle`` and, where they apply, ``world_model_path``,
+        ``clones``, the rollout settings and ``informative``
+        (:func:`~smcplan.planning.text_components.run_text_planner`).
     step_observations, step_delta, step_log_psi, step_log_weights
         Per step t: the N observations the world model returned, the twist's :math:`\delta_t`
         and :math:`\log\psi_t` (``None`` where the twist gave none) and the normalised

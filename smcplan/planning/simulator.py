@@ -126,6 +126,9 @@ class SimulatorWorldModel:
     admissible set to the actions a proposal may see (the agent's own shortlist), or ``None``.
     """
 
+    #: It reads the real environment's copies: an oracle (``result.config["oracle"]``).
+    oracle = True
+
     def __init__(
         self,
         factory: Callable[[], Any],

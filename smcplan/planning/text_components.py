@@ -17,7 +17,10 @@ them the three components of one planning step of particle :math:`i`,
 :class:`~smcplan.planning.simulator.SimulatorWorldModel`, each updating the particle's graph by
 :class:`~smcplan.planning.graph_update.GraphUpdate`) and the twist
 (:func:`smcplan.planning.progress.make_progress`), with N copies of the root particle
-(:class:`~smcplan.planning.text_particle.TextParticle`).  Running draws the N futures H steps
+(:class:`~smcplan.planning.text_particle.TextParticle`).  Any of the three may instead be the
+user's own callable (``proposal=``, ``world_model=``, ``twist=``), checked once here and at
+every call by the wrappers of :mod:`smcplan.planning.custom`, which states the calls and how
+their log-probabilities enter the weight.  Running draws the N futures H steps
 ahead from one key (``weighting="nesyfs"`` by default, the paper's rule), closes the simulator's
 copies and records the settings in ``result.config``.
 
@@ -32,8 +35,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from smcplan.memory import KnowledgeGraph
+from smcplan.planning.checks import component_name
 from smcplan.planning.components import PlanningError, Proposal, Twist, WorldModel
 from smcplan.planning.config import PlannerConfig, Retrieval, WorldModelKind, parse_progress
+from smcplan.planning.custom import own_components, wrap_component
 from smcplan.planning.graph_update import EXTRACTORS, GraphUpdate
 from smcplan.planning.result import PlanResult
 from smcplan.planning.seen import Seen
@@ -50,12 +55,15 @@ __all__ = ["TextPlanner", "build_text_planner", "run_text_planner", "plan_text"]
 @dataclass(frozen=True)
 class TextPlanner:
     """A text planner built and ready to run (:func:`build_text_planner`): ``particles``, the N
-    root particles (copies of one :class:`TextParticle`: the agent's graph, the real observation
-    and score); ``proposal``, ``world_model``, ``twist``, the components :func:`tsmc` calls;
-    ``config``, the validated :class:`PlannerConfig` (N, H, weighting, ...); ``simulated``, True
-    under the simulator world model (whose copies :func:`run_text_planner` closes).  It runs once:
-    the twist and the simulator world model count what that run did (``result.config``), so a
-    second :func:`run_text_planner` raises; build another for the next plan."""
+    root particles (a tuple of copies of one :class:`TextParticle`: the agent's graph, the real
+    observation and score; :func:`tsmc` takes it as it is); ``proposal``, ``world_model``,
+    ``twist``, the components :func:`tsmc` calls (the user's own ones wrapped in the checks of
+    :mod:`smcplan.planning.custom`); ``config``, the validated :class:`PlannerConfig` (N, H,
+    weighting, ...); ``simulated``, True under the built-in simulator world model (whose copies
+    :func:`run_text_planner` closes); ``custom``, the roles the user supplied (``"proposal"``,
+    ``"world_model"``, ``"twist"``).  It runs once: the twist and the simulator world model count
+    what that run did (``result.config``), so a second :func:`run_text_planner` raises; build
+    another for the next plan."""
 
     particles: tuple[TextParticle, ...]
     proposal: Proposal
@@ -63,6 +71,7 @@ class TextPlanner:
     twist: Twist
     config: PlannerConfig
     simulated: bool
+    custom: tuple[str, ...] = ()
     _runs: list = field(default_factory=list, init=False, repr=False, compare=False)
 
 
@@ -84,6 +93,8 @@ def build_text_planner(
     observation_model: Any = None,
     progress_model: Any = None,
     llm_extractor: Any = None,
+    proposal: str | Proposal | None = None,
+    world_model: str | WorldModel | None = None,
     twist: Twist | None = None,
     **options: Any,
 ) -> TextPlanner:
@@ -112,15 +123,25 @@ def build_text_planner(
         raise PlanningError(
             f"memory must be a smcplan.memory.KnowledgeGraph or None; got {type(memory).__name__}"
         )
-    # the settings objects check their own values (PlannerConfig.__post_init__)
+    # the settings objects check their own values (PlannerConfig.__post_init__); the user's
+    # own components are checked once here (smcplan.planning.custom)
     cfg = PlannerConfig.coerce(config, "config")
+    custom = own_components(
+        {"proposal": proposal, "world_model": world_model, "twist": twist},
+        options,
+        cfg,
+        proposer=proposer,
+        observation_model=observation_model,
+        simulator=simulator,
+    )
     cfg = cfg.replace(**options) if options else cfg
+    own_world = "world_model" in custom
     retrieval = Retrieval.coerce(retrieval, "retrieval")
     if isinstance(extractor, str) and extractor not in EXTRACTORS:
         raise PlanningError(
             f"unknown extractor {extractor!r}; known: {', '.join(EXTRACTORS)}, or a callable"
         )
-    simulated = cfg.oracle
+    simulated = cfg.oracle and not own_world
     if simulated:
         if simulator is None:
             raise PlanningError(
@@ -129,19 +150,23 @@ def build_text_planner(
             )
         check_clone_factory(simulator)
     names = parse_progress(cfg.progress)
-    if twist is not None and cfg.rollouts:
+    if "twist" in custom and cfg.rollouts:
         raise PlanningError(
             f"rollouts={cfg.rollouts} is the built-in 'env' twist's leaf value; "
             "twist= replaces that twist (set rollouts=0)"
         )
-    if twist is None and "env" in names and not simulated:
+    if "twist" not in custom and "env" in names and not simulated and not own_world:
         raise PlanningError(
             "progress 'env' reads the score from the simulator; it needs world_model='simulator'"
+            " (or your own world model that sets each step's Outcome)"
         )
 
     # The language-model roles not given, built on lm=.
-    wants_lm_progress = twist is None and "lm" in names
-    if cfg.world_model is WorldModelKind.LEARNED and observation_model is None:
+    wants_lm_progress = "twist" not in custom and "lm" in names
+    lm_proposal = cfg.proposal == "lm" and "proposal" not in custom
+    lm_world = not simulated and not own_world
+    lm_graphs = extractor == "llm" and memory is not None and not own_world
+    if lm_world and cfg.world_model is WorldModelKind.LEARNED and observation_model is None:
         from smcplan.planning.learned import learned_observation_model
 
         observation_model = learned_observation_model(
@@ -149,10 +174,10 @@ def build_text_planner(
             temperature=cfg.observation_temperature,
         )  # fmt: skip
     needs_lm = (
-        (cfg.proposal == "lm" and proposer is None)
-        or (not simulated and observation_model is None)
+        (lm_proposal and proposer is None)
+        or (lm_world and observation_model is None)
         or (wants_lm_progress and progress_model is None)
-        or (extractor == "llm" and llm_extractor is None and memory is not None)
+        or (lm_graphs and llm_extractor is None)
     )
     if needs_lm:
         if lm is None:
@@ -162,9 +187,9 @@ def build_text_planner(
             )
         from smcplan.llm import ActionProposal, ObservationModel, ProgressModel, TripletExtractor
 
-        if cfg.proposal == "lm":
+        if lm_proposal:
             proposer = proposer or ActionProposal(lm, temperature=1.0, think=False)
-        if not simulated:
+        if lm_world:
             observation_model = observation_model or ObservationModel(
                 lm,
                 temperature=float(cfg.observation_temperature),
@@ -172,13 +197,15 @@ def build_text_planner(
             )
         if wants_lm_progress:
             progress_model = progress_model or ProgressModel(lm)
-        if extractor == "llm" and memory is not None:
+        if lm_graphs:
             llm_extractor = llm_extractor or TripletExtractor(lm)
 
-    # The components.
+    # The components: the user's own (checked at every call), else the built-ins by name.
     graphs = GraphUpdate(extractor if memory is not None else "none", llm_extractor, env_kind)
-    if twist is None:
-        twist = make_progress(
+    if "twist" in custom:
+        twister: Twist = wrap_component("twist", custom["twist"])
+    else:
+        twister = make_progress(
             cfg.progress,
             task=task,
             seen=seen,
@@ -190,29 +217,35 @@ def build_text_planner(
             rollout_discount=cfg.rollout_discount,
             rollout_policy=cfg.rollout_policy,
         )
-    world = (
-        SimulatorWorldModel(simulator, update_graphs=graphs, shortlist=shortlist)
-        if simulated
-        else LMWorldModel(observation_model, task, graphs, admissible, retrieval)
-    )
-    proposal = (
-        LMProposal(proposer, task, admissible, retrieval)
-        if cfg.proposal == "lm"
-        else UniformTextProposal(admissible)
-    )
+    if own_world:
+        world: WorldModel = wrap_component("world_model", custom["world_model"])
+    elif simulated:
+        world = SimulatorWorldModel(simulator, update_graphs=graphs, shortlist=shortlist)
+    else:
+        world = LMWorldModel(observation_model, task, graphs, admissible, retrieval)
+    if "proposal" in custom:
+        proposer_: Proposal = wrap_component("proposal", custom["proposal"], admissible)
+    elif lm_proposal:
+        proposer_ = LMProposal(proposer, task, admissible, retrieval)
+    else:
+        proposer_ = UniformTextProposal(admissible)
     root = TextParticle(
         kg=memory,
         root_observation=str(observation),
+        admissible=tuple(admissible),
         root_score=float(seen.score) if seen is not None else 0.0,
     )
     n = cfg.particles_per_action * len(admissible) or cfg.num_particles
-    return TextPlanner((root,) * n, proposal, world, twist, cfg, simulated)
+    return TextPlanner((root,) * n, proposer_, world, twister, cfg, simulated, tuple(custom))
 
 
 def run_text_planner(planner: TextPlanner, key: Any = 0) -> PlanResult:
     """Run :func:`tsmc` on a built planner with ``key`` (a ``jax.random`` key or an int seed),
     close the simulator world model's environment copies (also when a component raises), and
-    record in ``result.config`` the world model, progress, proposal, oracle flag, and where they
+    record in ``result.config`` what ran: ``world_model_kind``, ``progress`` and
+    ``proposal_kind`` (the built-in's name, or the user's component's name: a function's
+    ``__name__``, an object's class name), ``custom`` (the roles the user supplied), ``oracle``
+    (the simulator world model, or a user's world model with ``oracle = True``), and where they
     apply the learned model's path, the clones made, the rollout settings and environment steps,
     and the twist parts that told particles apart (``informative``)."""
     from smcplan.planning.batch import as_key
@@ -242,15 +275,22 @@ def run_text_planner(planner: TextPlanner, key: Any = 0) -> PlanResult:
     finally:
         if simulated:
             world.close()
+    custom = planner.custom
+    oracle = simulated or ("world_model" in custom and bool(getattr(world, "oracle", False)))
     result.config.update(
         {
-            "world_model_kind": cfg.world_model,
-            "progress": cfg.progress,
-            "proposal_kind": cfg.proposal,
-            "oracle": simulated,
+            "world_model_kind": (
+                component_name(world) if "world_model" in custom else cfg.world_model
+            ),
+            "progress": component_name(twist) if "twist" in custom else cfg.progress,
+            "proposal_kind": (
+                component_name(planner.proposal) if "proposal" in custom else cfg.proposal
+            ),
+            "custom": list(custom),
+            "oracle": oracle,
         }
     )
-    if cfg.world_model_path is not None:
+    if cfg.world_model_path is not None and "world_model" not in custom:
         result.config["world_model_path"] = cfg.world_model_path
     if simulated:
         result.config["clones"] = world.clones
@@ -290,6 +330,8 @@ def plan_text(
     observation_model: Any = None,
     progress_model: Any = None,
     llm_extractor: Any = None,
+    proposal: str | Proposal | None = None,
+    world_model: str | WorldModel | None = None,
     twist: Twist | None = None,
     **options: Any,
 ) -> PlanResult:
@@ -309,11 +351,13 @@ def plan_text(
       ``"learned"``: by the fine-tuned model at ``world_model_path`` (same role and prompt;
       :mod:`smcplan.planning.learned`);
       ``"simulator"``: each particle steps its own copy made by ``simulator`` (a clone factory,
-      e.g. ``env.clone``; an **oracle**, :mod:`smcplan.planning.simulator`).
+      e.g. ``env.clone``; an **oracle**, :mod:`smcplan.planning.simulator`); or your own
+      ``world_model(key, particles, actions, t, horizon) -> Transition``.
     * ``progress``: ``"lm"`` (the model's Yes/No judge, seeing the particle's retrieved graph and
       new triplets), ``"env"`` (score gain, won, lost; simulator only), ``"rlvmr"`` (RLVMR's
       verifiable rules), ``"novelty"`` (new places and entities), or a ``+``-sum
-      (:mod:`smcplan.planning.progress`); ``twist`` (any Twist) replaces it.  ``rollouts=M``
+      (:mod:`smcplan.planning.progress`); ``twist``, your own
+      ``twist(key, particles, t, horizon) -> Score``, replaces it.  ``rollouts=M``
       adds to ``env`` a Monte Carlo leaf value at step H (M uniform rollouts of at most
       ``rollout_steps`` on clones of each particle's environment, discounted by
       ``rollout_discount``; ``rollout_policy="untried"``: no action twice in the same state while
@@ -321,7 +365,17 @@ def plan_text(
       the episode has already seen (places, entities, actions), for novelty and rlvmr.
     * ``proposal``: ``"lm"`` (``proposer``, default :class:`~smcplan.llm.ActionProposal` at
       temperature 1) or ``"uniform"`` (LLM-free); each particle proposes over its own admissible
-      actions (``shortlist`` cuts a simulator particle's set as the agent's own shortlist does).
+      actions (``shortlist`` cuts a simulator particle's set as the agent's own shortlist does);
+      or your own ``proposal(key, particles, t, horizon) -> Proposed``.
+
+    Your own components are plain functions or objects with ``__call__``, each called once per
+    step with the whole batch of :class:`TextParticle` s; :mod:`smcplan.planning.custom` states
+    what each gets and returns and how its ``log_q``, ``log_p`` and ``log_psi`` enter the
+    weight :math:`w_t = p\,\psi_t / (q\,\psi_{t-1})` under ``weighting="twisted"``; a
+    value that is neither a built-in name nor such a callable raises
+    :class:`~smcplan.planning.components.ComponentError`.  ``result.config`` names what ran
+    (``proposal_kind``, ``world_model_kind``, ``progress``: the built-in's name or your
+    component's).
 
     ``lm``: the :class:`smcplan.llm.LanguageModel` the default roles are built on; ``extractor``
     reads each imagined observation into the particle's graph copy (:class:`GraphUpdate`).
@@ -343,6 +397,8 @@ def plan_text(
         observation_model=observation_model,
         progress_model=progress_model,
         llm_extractor=llm_extractor,
+        proposal=proposal,
+        world_model=world_model,
         twist=twist,
         **options,
     )

@@ -72,12 +72,48 @@ def clip_observation(text: str, limit: int) -> str:
 
 @dataclass(frozen=True)
 class TextParticle:
-    """One imagined future: the particle's graph (``None`` without a KG), the real observation at
-    the root and the imagined ``(action, observation)`` steps, with per step the
-    :class:`Outcome` and the triplets read from the observation; ``admissible``: the particle's
-    own admissible actions for its next proposal (``None``: the real set); ``env``: its own copy
-    of the environment (simulator world model; ``None`` at the root and for the LM world model).
-    Immutable apart from ``env``, which only the simulator world model steps (copy on write)."""
+    r"""One imagined future :math:`x^i_{\le t}` of a text agent: what the text planner's
+    proposal, world model and twist get, a batch of N at a time.
+
+    The planner starts N copies of one root particle (``kg`` = the agent's graph, ``steps``
+    empty); a world model returns each particle one step further with :meth:`extend` (a new
+    object: particles are immutable and shared after resampling, copy on write).  Your own
+    components read the fields and properties below (:mod:`smcplan.planning.custom`): the
+    properties :attr:`observation` (the latest observation), :attr:`previous` (the one before
+    it), :attr:`score` (after the latest step) and :attr:`done` (the episode ended on this
+    path), and the methods :meth:`facts` (the retrieved graph facts) and :meth:`context` (the
+    text an observation model continues) read the fields.
+
+    Attributes
+    ----------
+    kg
+        The particle's own :class:`~smcplan.memory.KnowledgeGraph` (a copy of the agent's,
+        updated from its imagined observations), or ``None`` when the planner runs without a
+        graph.
+    root_observation
+        The real observation the plan starts from.
+    steps
+        The imagined ``(action, observation)`` pairs, one per planning step so far
+        (``steps[-1]`` is the latest; empty at the root).
+    outcomes
+        One :class:`~smcplan.planning.outcome.Outcome` per step (score, gain, won, lost, done,
+        invalid), aligned with ``steps``.
+    triplets
+        Per step, the ``(subject, predicate, object)`` triplets read from its observation into
+        ``kg`` (empty tuples without a graph or extractor).
+    admissible
+        The particle's own admissible actions for its next proposal: at the root the real set
+        given to the planner, after a step the simulator's reply (empty once the episode
+        ended), under the LM world model the real set filtered by :func:`known_actions`, and
+        the parent's set where a world model gives none.  ``None`` only on a particle built by
+        hand without one (the proposals then use the real set).
+    env
+        Its own copy of the environment (the simulator world model; ``None`` at the root and
+        for the other world models).  The one mutable field: only the simulator world model
+        steps it, after copying a shared one.
+    root_score
+        The real score at the root (``score`` before any step).
+    """
 
     kg: KnowledgeGraph | None
     root_observation: str
@@ -102,10 +138,12 @@ class TextParticle:
 
     @property
     def score(self) -> float:
+        """The score after the latest step (``root_score`` at the root)."""
         return self.outcomes[-1].score if self.outcomes else self.root_score
 
     @property
     def done(self) -> bool:
+        """True once an outcome on this path ended the episode."""
         return any(o.done for o in self.outcomes)
 
     def extend(
@@ -119,7 +157,11 @@ class TextParticle:
         admissible: Sequence[str] | None = None,
         triplets: Sequence[Any] = (),
     ) -> TextParticle:
-        """A new particle one imagined step further (this one is left as it is)."""
+        """A new particle one imagined step further (this one is left as it is): ``steps`` gains
+        ``(action, observation)``, ``outcomes`` gains ``outcome`` (default: the score carried
+        over, nothing else known), ``triplets`` gains ``triplets``; ``kg`` replaces the graph
+        (default: this one's), ``admissible`` sets the next proposal's actions (default: this
+        one's) and ``env`` the environment copy (default: none)."""
         kg_triples = tuple(
             tuple(t.as_tuple()) if hasattr(t, "as_tuple") else tuple(t) for t in triplets
         )
@@ -132,7 +174,7 @@ class TextParticle:
                 outcome if outcome is not None else Outcome(score=self.score),
             ),
             triplets=(*self.triplets, kg_triples),
-            admissible=None if admissible is None else tuple(admissible),
+            admissible=self.admissible if admissible is None else tuple(admissible),
             env=env,
         )
 

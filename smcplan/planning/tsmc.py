@@ -50,9 +50,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from smcplan.planning.batch import batch_size, is_list_batch, take, to_host_list
+from smcplan.planning.batch import as_batch, batch_size, is_list_batch, take, to_host_list
 from smcplan.planning.checks import CHOICES, WEIGHTINGS, validate_config
 from smcplan.planning.checks import check_batch as _check_batch
+from smcplan.planning.checks import check_returned as _check_returned
 from smcplan.planning.checks import check_vector as _check_vector
 from smcplan.planning.checks import component_name as _name
 from smcplan.planning.choose import action_mass as _action_mass
@@ -62,6 +63,7 @@ from smcplan.planning.components import (
     Batch,
     PlanningError,
     Proposal,
+    Proposed,
     Score,
     Transition,
     Twist,
@@ -197,7 +199,9 @@ def _run(
         resampled.append(did)
         # 2. propose
         calls["proposal"] += 1
-        proposed = proposal(k_prop, particles, t, horizon)
+        proposed = _check_returned(
+            proposal(k_prop, particles, t, horizon), Proposed, f"proposal {names['proposal']}", t
+        )
         _check_batch(proposed.actions, n, f"proposal {names['proposal']} actions", t)
         _check_vector(
             proposed.log_q, n, f"proposal {names['proposal']} log_q", t, allow_neg_inf=False
@@ -208,7 +212,12 @@ def _run(
         step_actions.append(proposed.actions)
         # 3. transition
         calls["world_model"] += 1
-        transition = world_model(k_world, particles, proposed.actions, t, horizon)
+        transition = _check_returned(
+            world_model(k_world, particles, proposed.actions, t, horizon),
+            Transition,
+            f"world model {names['world_model']}",
+            t,
+        )
         _check_batch(transition.particles, n, f"world model {names['world_model']} particles", t)
         _check_batch(
             transition.observations, n, f"world model {names['world_model']} observations", t
@@ -217,7 +226,9 @@ def _run(
         obs_hist.append(transition.observations)
         # 4. score
         calls["twist"] += 1
-        score = twist(k_twist, particles, t, horizon)
+        score = _check_returned(
+            twist(k_twist, particles, t, horizon), Score, f"twist {names['twist']}", t
+        )
         # 5. reweight
         log_inc, log_psi_prev = _increment(
             weighting, lam, score, proposed, transition, log_psi_prev, n, t, names
@@ -282,7 +293,8 @@ def tsmc(
     Parameters
     ----------
     particles
-        The N initial particles: a ``list`` of objects or a pytree with leading axis N.
+        The N initial particles: a ``list`` (or ``tuple``, e.g. ``TextPlanner.particles``) of
+        objects, or a pytree with leading axis N.
     key
         ``jax.random`` key; the same key gives the same plan.
     proposal, world_model, twist
@@ -317,6 +329,7 @@ def tsmc(
         so); ``"none"`` (default here; the text planner's :class:`~smcplan.planning.config.
         PlannerConfig` defaults to ``"proposal"``) applies ``choice`` as usual.
     """
+    particles = as_batch(particles)
     resample_fn = validate_config(
         batch_size(particles, "initial particles"),
         horizon,
