@@ -13,81 +13,41 @@ imports agents, envs and llm only lazily (through the harness); nothing imports 
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
-import re
 import sys
 import warnings
 from collections.abc import Sequence
 from typing import Any
 
 from smcplan.errors import SmcplanError
+from smcplan.options import (
+    MAX_INT,
+    MAX_SEED,
+    SeedRanges,
+    argtype,
+    check_out_path,
+    int_text,
+    parse_seed_ranges,
+)
 
-__all__ = ["main", "build_parser", "parse_seeds", "parse_kv", "SeedRanges"]
+__all__ = ["main", "build_parser", "parse_seeds", "parse_kv", "SeedRanges", "parse_seed_ranges"]
 
-_RANGE = re.compile(r"(\d+)\s*-\s*(\d+)")
-
-
-class SeedRanges:
-    """A ``--seeds`` list kept as ranges: ``0-9999999`` costs nothing until iterated, and
-    :meth:`take` reads only the first ``n`` (``--episodes`` caps it before anything is expanded)."""
-
-    def __init__(self, ranges: Sequence[range], text: str = "") -> None:
-        self.ranges = tuple(ranges)
-        self.text = text
-
-    def __iter__(self):
-        for r in self.ranges:
-            yield from r
-
-    def __len__(self) -> int:
-        return sum(len(r) for r in self.ranges)
-
-    def take(self, n: int | None) -> list[int]:
-        """The first ``n`` seeds (all of them when ``n`` is None)."""
-        return list(itertools.islice(self, n))
-
-    def __repr__(self) -> str:
-        return f"SeedRanges({self.text!r})"
+#: ``--seeds``: kept as ranges (:class:`~smcplan.options.SeedRanges`), counted before expanded
+_seed_ranges = argtype(parse_seed_ranges, "seeds")
 
 
-def parse_seed_ranges(text: str) -> SeedRanges:
-    """``"0,3,5-7"`` -> :class:`SeedRanges` without expanding the ranges."""
-    ranges: list[range] = []
-    if not text.strip():
-        raise argparse.ArgumentTypeError(f"empty seed list {text!r}")
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            raise argparse.ArgumentTypeError(
-                f"bad seed list {text!r}: an empty item between commas; use e.g. 0,3,5-7"
-            )
-        match = _RANGE.fullmatch(part)
-        if match and int(match[1]) <= int(match[2]):
-            ranges.append(range(int(match[1]), int(match[2]) + 1))
-        elif part.isdigit():
-            ranges.append(range(int(part), int(part) + 1))
-        else:
-            raise argparse.ArgumentTypeError(
-                f"bad seed list {text!r}: use non-negative integers and inclusive ranges, e.g. "
-                "0,3,5-7"
-            )
-    if not ranges:
-        raise argparse.ArgumentTypeError(f"empty seed list {text!r}")
-    return SeedRanges(ranges, text)
-
-
-def _int_at_least(minimum: int, what: str):
-    """An argparse ``type`` accepting integers >= ``minimum`` (``what`` names them in errors)."""
+def _int_at_least(minimum: int, what: str, maximum: int = MAX_INT):
+    """An argparse ``type`` accepting integers in ``[minimum, maximum]``, strictly (ASCII digits:
+    no ``1.5``, ``1_0``, ``1e3``); ``what`` names them in errors."""
 
     def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"expected {what}, got {value}")
+        value = int_text(text)
+        if value is None:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
+        if not minimum <= value <= maximum:
+            hint = f" (at most {maximum})" if value > maximum else ""
+            raise argparse.ArgumentTypeError(f"expected {what}{hint}, got {value}")
         return value
 
     return parse
@@ -95,6 +55,7 @@ def _int_at_least(minimum: int, what: str):
 
 _positive_int = _int_at_least(1, "a positive integer")
 _non_negative_int = _int_at_least(0, "an integer >= 0")
+_seed_int = _int_at_least(0, f"an integer in [0, {MAX_SEED}]", MAX_SEED)
 
 
 def _kv_item(text: str) -> str:
@@ -111,32 +72,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def parse_seeds(text: str) -> list[int]:
-    """``"0,3,5-7"`` -> ``[0, 3, 5, 6, 7]`` (ranges inclusive)."""
-    seeds: list[int] = []
-    if not text.strip():
-        raise argparse.ArgumentTypeError(f"empty seed list {text!r}")
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            raise argparse.ArgumentTypeError(
-                f"bad seed list {text!r}: an empty item between commas; use e.g. 0,3,5-7"
-            )
-        match = _RANGE.fullmatch(part)
-        try:
-            if match:
-                a, b = int(match[1]), int(match[2])
-                if b < a:
-                    raise ValueError
-                seeds.extend(range(a, b + 1))
-            else:
-                seeds.append(int(part))
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"bad seed list {text!r}: use integers and inclusive ranges, e.g. 0,3,5-7"
-            ) from None
-    if not seeds:
-        raise argparse.ArgumentTypeError(f"empty seed list {text!r}")
-    return seeds
+    """``"0,3,5-7"`` -> ``[0, 3, 5, 6, 7]`` (ranges inclusive; at most
+    :data:`~smcplan.options.MAX_SEEDS` seeds, counted before they are expanded)."""
+    return _seed_ranges(text).take()
 
 
 def parse_kv(items: Sequence[str] | None) -> dict[str, Any]:
@@ -155,12 +93,12 @@ def parse_kv(items: Sequence[str] | None) -> dict[str, Any]:
 
 
 def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    value = int_text(text)
+    if value is None or not 1 <= value <= MAX_INT:
+        raise argparse.ArgumentTypeError(
+            f"must be a positive integer, got {text!r}"
+            + (f" (at most {MAX_INT})" if value is not None and value > 0 else "")
+        )
     return value
 
 
@@ -192,7 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ev.add_argument(
         "--seeds",
-        type=parse_seed_ranges,
+        type=_seed_ranges,
         default=None,
         help="explicit env seeds instead of a split, e.g. 0-19 or 1,4,9",
     )
@@ -209,7 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--quantization", choices=["nf4", "int8"], default=None)
     ev.add_argument(
         "--seed",
-        type=_non_negative_int,
+        type=_seed_int,
         default=0,
         help="run seed (per-episode seeds derive from it)",
     )
@@ -268,7 +206,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rp.add_argument("runs", nargs="+", help="run directories written by `smcplan eval`")
     rp.add_argument("--out", default="runs/report", help="output folder (default runs/report)")
-    rp.add_argument("--seed", type=_non_negative_int, default=0, help="bootstrap seed (default 0)")
+    rp.add_argument("--seed", type=_seed_int, default=0, help="bootstrap seed (default 0)")
     rp.add_argument(
         "--resamples", type=_positive_int, default=2000, help="bootstrap resamples (default 2000)"
     )
@@ -288,20 +226,22 @@ def _default_out(agent: str, envs: Sequence[str]) -> str:
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
+    # --episodes caps the seeds before they are expanded (a range can be huge); without it more
+    # than MAX_SEEDS seeds are refused, and every seed taken must be <= MAX_SEED
+    seeds = args.seeds.take(args.episodes) if args.seeds is not None else None
     from smcplan.eval.report import detail_table, load_run
     from smcplan.eval.runner import EvalConfig, run_eval
 
     envs = [e for item in args.env for e in item.split(",") if e]
     agent_config, env_config = parse_kv(args.agent_arg), parse_kv(args.env_arg)
     out = args.out or _default_out(args.agent, envs)
-    _check_eval_usage(args.agent, envs, agent_config, env_config, args.model, out)
+    _check_eval_usage(args.agent, envs, agent_config, env_config, args.model, out, seeds)
     config = EvalConfig(
         envs=envs,
         agent=args.agent,
         out=out,
         split=args.split,
-        # --episodes caps the seeds before they are expanded (a range can be huge)
-        seeds=args.seeds.take(args.episodes) if args.seeds is not None else None,
+        seeds=seeds,
         episodes=args.episodes,
         model=args.model,
         quantization=args.quantization,
@@ -341,17 +281,16 @@ def _check_eval_usage(
     env_config: dict[str, Any],
     model: str | None,
     out: str,
+    seeds: Sequence[int] | None = None,
 ) -> None:
     """Usage errors of ``eval`` found before anything is written (``UnknownNameError`` and
     ``ValueError`` become exit status 2): unknown agent/env, option keys neither takes (the
-    message lists the valid ones), ``--model`` for an agent without a model, ``--out`` a file."""
+    message lists the valid ones), ``--model`` for an agent without a model, ``--out`` a file,
+    a seed an env refuses (``envs.check_seeds``: TextWorldExpress's folds, without a JVM)."""
     from smcplan import agents, envs
     from smcplan.errors import check_options
 
-    if os.path.exists(out) and not os.path.isdir(out):
-        raise ValueError(
-            f"--out {out!r} is an existing file; give a directory (new, or a run to resume)"
-        )
+    check_out_path(out, "--out", "dir")
     agents.spec(agent)
     if model not in (None, "none") and not agents.uses_model(agent):
         raise ValueError(f"agent {agent!r} takes no language model; drop --model {model}")
@@ -365,11 +304,14 @@ def _check_eval_usage(
             envs.make(name)  # raises the registry's own "unknown env" error, with suggestions
         for member in members:
             check_options(f"env {member!r} (--env-arg)", env_config, envs.env_options(member))
+            if seeds is not None:
+                envs.check_seeds(member, seeds, **env_config)
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
     from smcplan.eval.report import write_report
 
+    check_out_path(args.out, "--out", "dir")
     result = write_report(
         args.runs,
         args.out,
@@ -420,24 +362,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # usage errors and --help: the status, not an exception
         return int(exc.code or 0)
+    from smcplan.eval.progress import progress_bars
+    from smcplan.interrupts import stop_on_signals
+
     try:
-        with warnings.catch_warnings():
+        # every command under stop_on_signals: SIGINT / SIGTERM exit 130 / 143 with one line
+        with warnings.catch_warnings(), stop_on_signals():
             warnings.showwarning = _show_warning
             if args.command == "eval":
-                return _cmd_eval(args)
+                with progress_bars(not args.no_progress):
+                    return _cmd_eval(args)
             if args.command == "report":
                 return _cmd_report(args)
             return _cmd_list()
     except KeyboardInterrupt as exc:  # SIGINT / SIGTERM (smcplan.interrupts.SweepInterrupted)
         code = getattr(exc, "exit_code", 130)
         what = exc.args[0] if exc.args else "stopped by SIGINT"
-        print(
-            f"\n{what}: the episode in flight was dropped (finished episodes are kept); "
-            "re-run the same command to resume",
-            file=sys.stderr,
+        done = (
+            "the episode in flight was dropped (finished episodes are kept); re-run the same "
+            "command to resume"
+            if args.command == "eval"
+            else "nothing is lost; re-run the same command"
         )
+        print(f"\n{what}: {done}", file=sys.stderr)
         return code
-    except (SmcplanError, ValueError, FileNotFoundError, ImportError) as exc:
+    except (SmcplanError, ValueError, OSError, ImportError) as exc:
         if os.environ.get("SMCPLAN_DEBUG"):
             raise
         print(f"smcplan {args.command}: error: {exc}", file=sys.stderr)

@@ -34,6 +34,7 @@ __all__ = [
     "check_int",
     "check_float",
     "check_index",
+    "check_text",
     "Settings",
     "nest_dotted",
 ]
@@ -134,6 +135,27 @@ def check_index(value: Any, name: str, size: int, what: str = "index") -> int:
     if not 0 <= idx < size:
         raise IndexOutOfRangeError(f"{name}: {what} {idx} out of range [0, {size})")
     return idx
+
+
+def check_text(value: Any, name: str) -> str:
+    """``value`` if it is a ``str`` that UTF-8 can encode, else an error naming ``name``.
+
+    A lone surrogate (``"\\ud800"``, e.g. from a model's JSON escape) cannot be sent to a
+    backend that speaks UTF-8 (the JVMs of TextWorldExpress and ScienceWorld crash on it)."""
+    if not isinstance(value, str):
+        raise ArgumentTypeError(
+            f"{name} must be a str; got {_show(value)} ({type(value).__name__})"
+        )
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = value[exc.start]
+        raise InvalidArgumentError(
+            f"{name}: {_show(value)} holds {bad!r} at position {exc.start}, which is not valid "
+            "text (a lone surrogate cannot be encoded as UTF-8); remove it or pass the "
+            "intended character"
+        ) from None
+    return value
 
 
 def keyword_names(factory: Any) -> frozenset[str] | None:

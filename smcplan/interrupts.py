@@ -34,6 +34,8 @@ __all__ = [
     "shielded",
     "stop_requested",
     "raise_if_stopped",
+    "rearm",
+    "active",
 ]
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -114,6 +116,21 @@ def shielded() -> Iterator[None]:
         if _STATE.shield == 0 and _STATE.pending is not None:
             signum, _STATE.pending = _STATE.pending, None
             raise SweepInterrupted(signum)
+
+
+def active() -> bool:
+    """True inside :func:`stop_on_signals` (signals become :class:`SweepInterrupted`)."""
+    return _STATE.active > 0
+
+
+def rearm() -> None:
+    """Put this module's handlers back while :func:`stop_on_signals` is active (main thread
+    only; elsewhere a no-op), after a library replaced them: ``ray.init`` installs a SIGTERM
+    handler that calls ``sys.exit`` and Ray's C++ core one that prints a stack and exits 15,
+    skipping every ``finally`` (the local cluster's processes were left running)."""
+    if _STATE.active and threading.current_thread() is threading.main_thread():
+        for s in _SIGNALS:
+            signal.signal(s, _handler)
 
 
 def stop_requested() -> int | None:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from smcplan.agents.base import Agent, Step
 from smcplan.errors import UnknownNameError, check_options, keyword_names
+from smcplan.options import coerce_keywords
 
 if TYPE_CHECKING:
     from smcplan.llm import LanguageModel
@@ -114,6 +115,7 @@ def check_agent_options(name: str, options: dict[str, Any], kind: str | None = N
     groups = getattr(factory, "settings_groups", {})
     top = {k: v for k, v in options.items() if k.partition(".")[0] not in groups or "." not in k}
     check_options(kind or f"agent {name!r}", top, _accepted(factory))
+    coerce_keywords(kind or f"agent {name!r}", factory, top)  # a bad bool / int fails here
 
 
 def agent_options(name: str, dotted: bool = False) -> list[str]:
@@ -150,6 +152,9 @@ def make(name: str, lm: LanguageModel | None = None, **config: Any) -> Agent:
     """
     factory = spec(name).load()
     check_agent_options(name, config)
+    # keywords annotated bool / int are converted strictly: loop_guard="no" is False (a loose
+    # bool("no") is True), "nah" and 1.5 are refused naming the option
+    config = coerce_keywords(f"agent {name!r}", factory, config)
     if lm is not None and uses_model(name):
         config["lm"] = lm
     return factory(**config)

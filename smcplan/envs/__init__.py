@@ -32,11 +32,21 @@ from smcplan.envs.base import (
 )
 from smcplan.envs.scienceworld import TASK_IDS as _SCIENCEWORLD_IDS
 from smcplan.envs.scienceworld import TASKS as SCIENCEWORLD_TASKS
+from smcplan.envs.textworld_express import FOLDS as _TWX_FOLDS
 from smcplan.envs.textworld_express import GAMES as TWX_GAMES
-from smcplan.errors import ArgumentTypeError, UnknownNameError, check_options, keyword_names
+from smcplan.envs.textworld_express import fold_of_seed as _twx_fold
+from smcplan.errors import (
+    ArgumentTypeError,
+    InvalidArgumentError,
+    UnknownNameError,
+    check_options,
+    keyword_names,
+)
+from smcplan.options import coerce_keywords, seed_list
 
 __all__ = [
     "make",
+    "check_seeds",
     "env_names",
     "env_options",
     "TextEnv",
@@ -64,6 +74,28 @@ def env_names() -> list[str]:
         + ["webshop"]
         + [f"toy:{d}" for d in TOY_DOMAINS]
     )
+
+
+def check_seeds(name: str, seeds: Any, **kwargs: Any) -> list[int]:
+    """``seeds`` as a checked list of ints env ``name`` accepts, found without building the env
+    (no JVM): at most :data:`~smcplan.options.MAX_SEEDS` of them, each in ``[0, MAX_SEED]``,
+    and for TextWorldExpress in a fold (and in ``kwargs["split"]``'s when given).  The first
+    bad seed raises :class:`~smcplan.errors.InvalidArgumentError` naming the valid ones."""
+    checked = seed_list(seeds, f"seeds of {name}")
+    if name.partition(":")[0] == "twx":
+        split = kwargs.get("split")
+        for seed in checked:
+            try:
+                fold = _twx_fold(seed)
+            except ValueError as exc:
+                raise InvalidArgumentError(f"{name}: {exc}") from None
+            if split in _TWX_FOLDS and fold != split:
+                r = _TWX_FOLDS[split]
+                raise InvalidArgumentError(
+                    f"{name}: seed {seed} is in fold {fold!r}, not in split {split!r} (seeds "
+                    f"{r.start}-{r.stop - 1})"
+                )
+    return checked
 
 
 def _unknown_env(name: str) -> UnknownNameError:
@@ -132,4 +164,6 @@ def make(name: str, **kwargs: Any) -> TextEnv:
     factory, args = _adapter(name)
     public = {k: v for k, v in kwargs.items() if not k.startswith("_")}
     check_options(f"env {name!r}", public, env_options(name))
+    # keywords annotated bool / int are converted strictly ("no" is False, 1.5 is refused)
+    kwargs.update(coerce_keywords(f"env {name!r}", factory, public))
     return factory(*args, **kwargs)

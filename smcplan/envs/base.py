@@ -18,7 +18,9 @@ from smcplan.errors import (
     SmcplanError,
     UnknownNameError,
     check_int,
+    check_text,
 )
+from smcplan.options import MAX_SEED
 
 __all__ = [
     "EnvError",
@@ -277,9 +279,12 @@ class BaseTextEnv:
 def _guard(method: str, fn: Any) -> Any:
     """Wrap an adapter's ``reset``/``step``/``close`` with the checks every adapter shares.
 
-    * ``reset(seed)``: the env must be open; ``seed`` is ``None`` or a non-negative integer
-      (``1.5``, ``"3"`` and ``True`` raise :class:`~smcplan.errors.ArgumentTypeError`).
-    * ``step(action)``: the env must be open; ``action`` must be a ``str``.
+    * ``reset(seed)``: the env must be open; ``seed`` is ``None`` or an integer in
+      ``[0, MAX_SEED]`` (``1.5``, ``"3"`` and ``True`` raise
+      :class:`~smcplan.errors.ArgumentTypeError`; the JVM backends take a Java ``int``).
+    * ``step(action)``: the env must be open; ``action`` must be a ``str`` that UTF-8 can
+      encode (a lone surrogate is refused here, before it reaches a backend: it crashes the
+      TextWorldExpress JVM and leaves it unusable).
     * ``close()``: marks the env closed (idempotent); later calls raise :class:`EnvClosedError`.
     """
 
@@ -292,6 +297,11 @@ def _guard(method: str, fn: Any) -> Any:
                 raise InvalidArgumentError(
                     f"{self.name}: seed must be a non-negative int, got {seed}"
                 )
+            if seed > MAX_SEED:
+                raise InvalidArgumentError(
+                    f"{self.name}: seed must be <= {MAX_SEED} (the largest seed every env "
+                    f"accepts); got {seed}"
+                )
         return fn(self, seed)
 
     @functools.wraps(fn)
@@ -302,6 +312,7 @@ def _guard(method: str, fn: Any) -> Any:
                 f"{self.name}: action must be a str; got {action!r} ({type(action).__name__}); "
                 "pick one of env.admissible_actions()"
             )
+        check_text(action, f"{self.name}: action")
         return fn(self, action)
 
     @functools.wraps(fn)

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from smcplan.eval.records import slug
+from smcplan.options import seed_list as checked_seeds
 
 __all__ = ["EpisodeSpec", "resolve_episodes", "split_entries", "episode_seed"]
 
@@ -138,7 +139,7 @@ def resolve_episodes(
     extra = dict(env_kwargs or {})
     specs: list[EpisodeSpec] = []
     if seeds is not None:
-        seed_list = [int(s) for s in seeds]
+        seed_list = checked_seeds(seeds, "seeds")  # counted before expanded; ints <= MAX_SEED
         if not seed_list:
             raise ValueError("empty seed list")
         for env in envs:

@@ -18,10 +18,17 @@ one, then reported to ``on_failure`` and the sweep goes on. Results do not depen
 on completion order as long as ``run`` derives all randomness from the episode itself (the
 harness seeds each episode from ``episode_seed(run seed, episode id)``).
 
-Shutdown: on return, on an exception and on ``KeyboardInterrupt`` (Ctrl-C) every actor is
-killed and a local cluster started here is shut down (``ray.shutdown`` stops its raylet, GCS
-and workers), so no Ray process outlives the sweep. With ``address`` the driver connects to an
-existing cluster (``ray start --head`` ...) and only its own actors are killed.
+Shutdown: on return, on an exception and on SIGINT / SIGTERM every actor is killed and a local
+cluster started here is shut down (``ray.shutdown`` stops its raylet, GCS and workers); then any
+process the cluster started that is still alive (``ray::DashboardAgent``,
+``ray::RuntimeEnvAgent``, a worker's JVM) is killed and the cluster's temporary folder removed,
+so no Ray process outlives the sweep.  ``ray.init`` replaces the SIGTERM handler (Ray's Python
+one calls ``sys.exit``, its C++ one prints a stack and exits 15, skipping this cleanup), so
+the driver puts :mod:`smcplan.interrupts`' handlers back right after it
+(:func:`~smcplan.interrupts.rearm`), and the shutdown itself runs shielded (a second signal
+waits for it).  The local cluster has no dashboard (``include_dashboard=False``).  With
+``address`` the driver connects to an existing cluster (``ray start --head`` ...) and only its
+own actors are killed.
 
 Ray is imported lazily, only here; nothing else in smcplan imports it.
 """
@@ -29,10 +36,16 @@ Ray is imported lazily, only here; nothing else in smcplan imports it.
 from __future__ import annotations
 
 import os
+import shutil
+import signal
 import tempfile
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
+
+from smcplan import interrupts
+from smcplan.interrupts import rearm, shielded
 
 __all__ = ["run_on_ray", "RayUnavailable", "WorkerDied"]
 
@@ -79,23 +92,94 @@ class _Worker:
             close()
 
 
-def _start(ray, workers: int, address: str | None) -> bool:
-    """Connect (``address``) or start a local cluster of ``workers`` CPUs; True if started here."""
+class _Cluster:
+    """What :func:`_start` did: ``started`` a local cluster (in ``temp``) or connected to one;
+    ``before``: the ids of this process's children before it started (not Ray's)."""
+
+    def __init__(self, started: bool, temp: str | None = None, before: set[int] | None = None):
+        self.started, self.temp, self.before = started, temp, before or set()
+
+    def __bool__(self) -> bool:  # ``if _start(...)``: a cluster was started here
+        return self.started
+
+
+def _children() -> list[Any]:
+    try:
+        import psutil
+    except ImportError:  # pragma: no cover - psutil comes with ray
+        return []
+    try:
+        return psutil.Process().children(recursive=True)
+    except psutil.Error:
+        return []
+
+
+def _start(ray, workers: int, address: str | None) -> _Cluster:
+    """Connect (``address``) or start a local cluster of ``workers`` CPUs; the signal handlers
+    of :mod:`smcplan.interrupts` are put back after ``ray.init`` (module docstring)."""
     if ray.is_initialized():
-        return False
+        return _Cluster(False)
     if address:
         ray.init(address=address, configure_logging=False, log_to_driver=False)
-        return False
+        rearm()
+        return _Cluster(False)
+    before = {p.pid for p in _children()}
     temp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # short: Unix socket paths <= 107 bytes
-    ray.init(
-        num_cpus=workers,
-        include_dashboard=False,
-        configure_logging=False,
-        log_to_driver=False,
-        object_store_memory=_OBJECT_STORE_BYTES,
-        _temp_dir=temp,
-    )
-    return True
+    cluster = _Cluster(True, temp, before)
+    try:
+        with shielded():  # a signal during the start is raised once it is up, then cleaned up
+            try:
+                ray.init(
+                    num_cpus=workers,
+                    include_dashboard=False,
+                    configure_logging=False,
+                    log_to_driver=False,
+                    object_store_memory=_OBJECT_STORE_BYTES,
+                    _temp_dir=temp,
+                )
+            finally:
+                rearm()
+    except SystemExit as exc:  # Ray's own SIGTERM handler (sys.exit(15)) ran before rearm()
+        _stop(ray, [], [], cluster)
+        if exc.code == signal.SIGTERM and interrupts.active():
+            raise interrupts.SweepInterrupted(signal.SIGTERM) from None
+        raise
+    except BaseException:
+        _stop(ray, [], [], cluster)
+        raise
+    return cluster
+
+
+def _reap(cluster: _Cluster, processes: list[Any], grace_s: float = 5.0) -> None:
+    """After ``ray.shutdown``: SIGKILL the cluster's ``processes`` still alive after
+    ``grace_s`` (the agents the raylet started, a worker's JVM), then remove its folder."""
+    import psutil
+
+    mine = [p for p in processes if p.pid not in cluster.before]
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        alive = [p for p in mine if _alive(p)]
+        if not alive:
+            break
+        time.sleep(0.1)
+    for process in mine:
+        if _alive(process):
+            try:
+                process.send_signal(signal.SIGKILL)
+            except psutil.Error:
+                pass
+    psutil.wait_procs(mine, timeout=grace_s)
+    if cluster.temp:
+        shutil.rmtree(cluster.temp, ignore_errors=True)
+
+
+def _alive(process: Any) -> bool:
+    import psutil
+
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 def run_on_ray(
@@ -124,7 +208,7 @@ def run_on_ray(
     from ray.exceptions import RayActorError, RayTaskError, WorkerCrashedError
 
     died = (RayActorError, WorkerCrashedError)
-    started = _start(ray, workers, address)
+    cluster = _start(ray, workers, address)
     actor_cls = ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0)(_Worker)
     actors: list[Any] = []
     running: dict[Any, tuple[Any, int, Any, int]] = {}
@@ -164,12 +248,19 @@ def run_on_ray(
             on_result(index, spec, outcome)
             submit(actor)
     finally:
-        _stop(ray, actors, list(running), started)
+        _stop(ray, actors, list(running), cluster)
 
 
-def _stop(ray, actors: list[Any], running: list[Any], started: bool) -> None:
+def _stop(ray, actors: list[Any], running: list[Any], cluster: _Cluster) -> None:
     """Cancel unfinished episodes, let each worker close its environments (JVMs) for up to
-    ``_CLOSE_TIMEOUT_S``, kill the actors, and shut a cluster started here down."""
+    ``_CLOSE_TIMEOUT_S``, kill the actors, and shut a cluster started here down, leaving no
+    process of it (:func:`_reap`).  Shielded: a signal that arrives meanwhile is raised after."""
+    with shielded():
+        _stop_now(ray, actors, running, cluster)
+
+
+def _stop_now(ray, actors: list[Any], running: list[Any], cluster: _Cluster) -> None:
+    processes = _children() if cluster.started else []
     try:
         for ref in running:
             try:
@@ -185,5 +276,8 @@ def _stop(ray, actors: list[Any], running: list[Any], started: bool) -> None:
             except Exception:  # noqa: BLE001 - already gone
                 pass
     finally:
-        if started:
-            ray.shutdown()
+        if cluster.started:
+            try:
+                ray.shutdown()
+            finally:
+                _reap(cluster, processes)

@@ -6,12 +6,75 @@ Imports only tqdm (lazily, when a sweep starts) and ``smcplan.eval.episodes``.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
 import textwrap
+from collections.abc import Iterator
 from typing import Any, TextIO
 
 from smcplan.eval.episodes import EpisodeSpec
 
-__all__ = ["Bars"]
+__all__ = ["Bars", "progress_bars"]
+
+#: environment switches that turn the bars of tqdm and the Hugging Face libraries off, also
+#: in modules imported later and in processes started meanwhile (Ray workers)
+_QUIET_ENV = {
+    "TQDM_DISABLE": "1",
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+    "HF_DATASETS_DISABLE_PROGRESS_BARS": "1",
+}
+
+
+def _hf_switches() -> list[tuple[Any, Any, Any]]:
+    """``(enable, disable, is_disabled)`` of each Hugging Face library already imported (none is
+    imported here: ``--no-progress`` must not load transformers for a random agent)."""
+    out = []
+    transformers_logging = sys.modules.get("transformers.utils.logging")
+    if transformers_logging is not None:
+        out.append((
+            transformers_logging.enable_progress_bar,
+            transformers_logging.disable_progress_bar,
+            lambda: not transformers_logging.is_progress_bar_enabled(),
+        ))  # fmt: skip
+    for name in ("datasets.utils.tqdm", "huggingface_hub.utils.tqdm"):
+        module = sys.modules.get(name)
+        if module is not None:
+            out.append((
+                module.enable_progress_bars,
+                module.disable_progress_bars,
+                module.are_progress_bars_disabled,
+            ))  # fmt: skip
+    return out
+
+
+@contextlib.contextmanager
+def progress_bars(enabled: bool) -> Iterator[None]:
+    """With ``enabled=False`` (``--no-progress``) no progress bar is drawn inside the block:
+    smcplan's own tqdm bars, transformers' "Loading weights", datasets' "Tokenizing" /
+    "Map", huggingface_hub's; the previous state comes back afterwards (a library first
+    imported inside the block stays quiet)."""
+    if enabled:
+        yield
+        return
+    saved_env = {key: os.environ.get(key) for key in _QUIET_ENV}
+    before = [(enable, was()) for enable, _, was in _hf_switches()]
+    os.environ.update(_QUIET_ENV)
+    for _, disable, _ in _hf_switches():
+        disable()
+    try:
+        yield
+    finally:
+        for key, value in saved_env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        # back on where they were on before; a library imported inside the block read the
+        # switches at import and stays quiet (turning it on again would only warn)
+        for enable, was_disabled in before:
+            if not was_disabled:
+                enable()
 
 
 class Bars:
@@ -75,7 +138,13 @@ class Bars:
         if record["invalid"]:
             flags.append("invalid")
         if meta.get("rejections"):
-            flags.append(f"{meta['rejections']} rejected")
+            rejected = [
+                f"'{r['action']}' by {r.get('by', '?')}"
+                for r in meta.get("rejected_proposals") or []
+                if isinstance(r, dict) and "action" in r
+            ]
+            names = f": {', '.join(rejected[:3])}" if rejected else ""
+            flags.append(f"{meta['rejections']} rejected{names}")
         if meta.get("slow_thinking"):
             plan = meta.get("plan") or {}
             n = plan.get("num_particles")

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from smcplan import jsonfile
 from smcplan.errors import SmcplanError
 from smcplan.eval.metrics import EpisodeStats, RunMetrics
 
@@ -182,8 +183,9 @@ def to_jsonable(value: Any) -> Any:
 
 
 def dumps(obj: Any, **kwargs: Any) -> str:
-    """``json.dumps`` after :func:`to_jsonable`, UTF-8 kept readable."""
-    return json.dumps(to_jsonable(obj), ensure_ascii=False, **kwargs)
+    """``json.dumps`` after :func:`to_jsonable`, UTF-8 kept readable, through the shared writer
+    (:func:`smcplan.jsonfile.dumps`: never a ``NaN`` token)."""
+    return jsonfile.dumps(to_jsonable(obj), ensure_ascii=False, **kwargs)
 
 
 def atomic_write_json(path: str | os.PathLike[str], obj: Any) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from smcplan.errors import SmcplanError, check_int
+from smcplan.jsonfile import write_json
 from smcplan.memory.predicates import PredicateTable
 from smcplan.memory.store import FactStore
 from smcplan.memory.triplet import SOURCES, Provenance, Triplet, as_triplet, check_source
@@ -120,7 +121,7 @@ def _from_json(data: dict[str, Any] | str, cls: type[S]) -> S:
 def save_json(kg: FactStore, path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(to_json(kg), indent=1) + "\n")
+    write_json(path, to_json(kg), indent=1)
     return path
 
 

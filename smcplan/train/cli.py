@@ -7,8 +7,12 @@ Examples::
     smcplan train evaluate --data runs/wm/test.jsonl --adapter runs/wm/lora/adapter \
         --out runs/wm/score-lora.json
 
-Usage errors are one line on stderr with exit status 2; Ctrl-C (or SIGTERM) stops a trainer
-cleanly with exit 130 (143), the last checkpoint kept: rerun with ``--resume``.
+Usage errors are one line on stderr with exit status 2 (integers and seed lists are parsed
+strictly, ``--opt`` values against the trainer's schema, :mod:`smcplan.train.options`); every
+command runs under :func:`~smcplan.interrupts.stop_on_signals`: Ctrl-C (or SIGTERM) stops it
+cleanly with exit 130 (143) and one line, the last checkpoint or the finished episodes kept:
+rerun with ``--resume``.  ``--no-progress`` silences every progress bar (also transformers' and
+datasets').
 """
 
 from __future__ import annotations
@@ -16,17 +20,24 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from smcplan.errors import SmcplanError
+from smcplan.options import (
+    MAX_INT,
+    MAX_SEED,
+    argtype,
+    check_out_path,
+    int_text,
+    parse_float,
+    parse_int,
+    parse_seed_ranges,
+)
 
 __all__ = ["main", "build_parser"]
-
-_RANGE = re.compile(r"(\d+)\s*-\s*(\d+)")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -36,42 +47,32 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def _seeds(text: str) -> list[int]:
-    out: list[int] = []
-    for part in text.split(","):
-        part = part.strip()
-        match = _RANGE.fullmatch(part)
-        if match and int(match[1]) <= int(match[2]):
-            out += range(int(match[1]), int(match[2]) + 1)
-        elif part.isdigit():
-            out.append(int(part))
-        else:
-            raise argparse.ArgumentTypeError(
-                f"bad seed list {text!r}: use integers and inclusive ranges, e.g. 0,3,5-7"
-            )
-    return out
+#: ``--seeds``: kept as ranges; counted and checked before they are expanded (``_cmd_collect``)
+_seeds = argtype(parse_seed_ranges, "seeds")
 
 
 def _branches(text: str) -> int | str:
     if text == "all":
         return text
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0 or 'all', got {text!r}")
+    value = int_text(text)
+    if value is None or not 0 <= value <= MAX_INT:
+        raise argparse.ArgumentTypeError(
+            f"expected an integer >= 0 or 'all', got {text!r}"
+            + (f" (at most {MAX_INT})" if value is not None and value > 0 else "")
+        )
     return value
 
 
-def _count(minimum: int):
+def _count(minimum: int, maximum: int = MAX_INT):
+    """An integer in ``[minimum, maximum]``, strictly (ASCII digits: no ``1.5``, ``1_0``)."""
+
     def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = minimum - 1
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {text!r}")
+        value = int_text(text)
+        if value is None or not minimum <= value <= maximum:
+            raise argparse.ArgumentTypeError(
+                f"must be an integer >= {minimum}, got {text!r}"
+                + (f" (at most {maximum})" if value is not None and value > maximum else "")
+            )
         return value
 
     return parse
@@ -79,12 +80,9 @@ def _count(minimum: int):
 
 def _positive_float(text: str) -> float:
     try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
-    return value
+        return parse_float(text, "value", minimum=0.0, min_inclusive=False)
+    except SmcplanError:
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}") from None
 
 
 def _kv(text: str) -> str:
@@ -141,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=_count(1),
         help="a uniform draw of this many examples (seeded by --seed), applied before --limit",
     )
-    ev.add_argument("--seed", type=_count(0), default=0, help="the seed of --sample")
+    ev.add_argument("--seed", type=_count(0, MAX_SEED), default=0, help="the seed of --sample")
     ev.add_argument(
         "--branches", action="store_true", help="also score the shard's counterfactual branches"
     )
@@ -162,7 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
         tp.add_argument("--out", required=True, type=Path, help="output folder")
         tp.add_argument("--model", help="base model (registry name or folder)")
         tp.add_argument("--resume", action="store_true", help="continue from the last checkpoint")
-        tp.add_argument("--seed", type=_count(0), default=0)
+        tp.add_argument("--seed", type=_count(0, MAX_SEED), default=0)
         tp.add_argument("--max-steps", type=_count(1), help="optimizer steps (overrides epochs)")
         tp.add_argument("--epochs", type=_positive_float)
         tp.add_argument("--lr", type=_positive_float, help="learning rate")
@@ -182,12 +180,15 @@ def build_parser() -> argparse.ArgumentParser:
 def _cmd_collect(args: argparse.Namespace) -> int:
     from smcplan.train.collect import collect
 
+    # counted before expanded: a huge range is refused, not grown
+    seeds = args.seeds.take(hint="give fewer seeds (a later --resume run adds more)")
+    check_out_path(args.out, "--out", "file")
     env_kwargs = _options(args.env_arg)
     if args.split:
         env_kwargs.setdefault("split", args.split)
     result = collect(
         args.env,
-        args.seeds,
+        seeds,
         args.out,
         source=args.source,
         agent=args.agent,
@@ -209,17 +210,18 @@ def _cmd_collect(args: argparse.Namespace) -> int:
 
 
 def _depths(text: str) -> list[int]:
-    try:
-        return [int(d) for d in text.split(",")]
-    except ValueError:
-        raise SmcplanError(f"--depths must be integers such as 0,1; got {text!r}") from None
+    return [parse_int(d, "--depths (integers >= 0 such as 0,1)", minimum=0, maximum=MAX_INT)
+            for d in text.split(",")]  # fmt: skip
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
+    from smcplan.jsonfile import write_json
     from smcplan.llm import load_model
     from smcplan.train.data import read_shard
     from smcplan.train.world_model import evaluate_world_model, world_model_examples
 
+    if args.out:
+        check_out_path(args.out, "--out", "file")
     shards = [read_shard(path) for path in args.data]
     examples = world_model_examples(
         [t for s in shards for t in s.transitions],
@@ -244,8 +246,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         f"{score.event_ci[1]:.3f}] (branches: {score.branches}) {score.seconds:.0f} s"
     )
     print(line)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
+    if args.out:  # no NaN token in the file: a non-finite score is null, explained
         body = {
             "model": args.model,
             "adapter": str(args.adapter) if args.adapter else None,
@@ -255,7 +256,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             "seed": args.seed,
             **score.to_dict(with_predictions=True),
         }
-        args.out.write_text(json.dumps(body, indent=2), encoding="utf-8")
+        write_json(args.out, body)
     return 0
 
 
@@ -264,6 +265,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
     from smcplan.train.registry import TrainRequest, trainer
 
     entry = trainer(args.command)
+    check_out_path(args.out, "--out", "dir")
     request = TrainRequest(
         trainer=args.command,
         out=args.out,
@@ -279,7 +281,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         options=_options(args.opt),
     )
-    with stop_on_signals():
+    with stop_on_signals():  # nested in main's: the same handlers
         manifest = entry(request)
     done = (
         f"{manifest['steps']} steps"
@@ -298,22 +300,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
+    from smcplan.eval.progress import progress_bars
+    from smcplan.interrupts import stop_on_signals
+
     try:
-        if args.command == "collect":
-            return _cmd_collect(args)
-        if args.command == "evaluate":
-            return _cmd_evaluate(args)
-        return _cmd_train(args)
+        # SIGINT / SIGTERM raise SweepInterrupted (a KeyboardInterrupt) between backend calls,
+        # never inside one (py4j's socket read): exit 130 / 143 with the one line below
+        with stop_on_signals(), progress_bars(not args.no_progress):
+            if args.command == "collect":
+                return _cmd_collect(args)
+            if args.command == "evaluate":
+                return _cmd_evaluate(args)
+            return _cmd_train(args)
     except KeyboardInterrupt as exc:
         code = getattr(exc, "exit_code", 130)
+        what = exc.args[0] if exc.args else "stopped by SIGINT"
         out = getattr(args, "out", None)
-        print(
-            f"\nsmcplan train {args.command}: stopped; finished work under {out} is kept "
-            "(the last checkpoint, the finished episodes): rerun with --resume",
-            file=sys.stderr,
+        kept = (
+            "nothing was written: rerun the same command"
+            if args.command == "evaluate"
+            else f"finished work under {out} is kept (the last checkpoint, the finished "
+            "episodes): rerun with --resume"
         )
+        print(f"\nsmcplan train {args.command}: {what}; {kept}", file=sys.stderr)
         return code
-    except (SmcplanError, ValueError, FileNotFoundError, ImportError) as exc:
+    except (SmcplanError, ValueError, OSError, ImportError) as exc:
         if os.environ.get("SMCPLAN_DEBUG"):
             raise
         print(f"smcplan train {args.command}: error: {exc}", file=sys.stderr)

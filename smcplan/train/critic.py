@@ -49,7 +49,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from smcplan.errors import InvalidArgumentError, check_int, check_options
+from smcplan.errors import InvalidArgumentError, check_int
 from smcplan.llm.roles.score_head import CRITIC_PREFIX, action_thought
 from smcplan.train.data import subsample_and_save, write_sft_manifest
 
@@ -397,20 +397,6 @@ def _maps(transitions: list[dict[str, Any]], headers: list[dict[str, Any]]) -> d
     return episode_maps(transitions, envs.pop() if len(envs) == 1 else "auto")
 
 
-_OPTIONS = {
-    "negatives_per_state",
-    "max_examples",
-    "lora_r",
-    "lora_alpha",
-    "max_length",
-    "grad_accum",
-    "threads",
-    "warmup_steps",
-    "map_notes",
-    "adam_beta2",
-}
-
-
 def run(request: Any) -> dict[str, Any]:
     """``smcplan train critic``: the registry entry; ``--opt`` keys ``negatives_per_state``,
     ``max_examples``, ``lora_r``, ``lora_alpha``, ``max_length``, ``grad_accum`` (default 16:
@@ -418,9 +404,9 @@ def run(request: Any) -> dict[str, Any]:
     ``map_notes`` (true: the prompts carry the map notes), ``adam_beta2`` (AdamW's, default
     0.999: :class:`~smcplan.llm.finetune.SFTSettings`)."""
     from smcplan.llm.finetune import LoraSettings, SFTSettings
+    from smcplan.train.options import trainer_options
 
-    opts = dict(request.options)
-    check_options("trainer 'critic'", opts, _OPTIONS)
+    opts = trainer_options("critic", request.options)  # typed: map_notes=no is False
     if not request.data:
         raise InvalidArgumentError(
             "critic needs --data SHARD (a gold shard: collect --source gold)"
@@ -454,11 +440,5 @@ def run(request: Any) -> dict[str, Any]:
         max_examples=opts.get("max_examples"),
         resume=request.resume,
         seed=request.seed,
-        map_notes=_flag(opts.get("map_notes", False)),
+        map_notes=opts.get("map_notes", False),
     )
-
-
-def _flag(value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    raise InvalidArgumentError(f"--opt map_notes={value!r}: give map_notes=true or false")

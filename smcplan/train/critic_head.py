@@ -32,7 +32,6 @@ The model's weights are not trained here: the head reads the packaged model (or 
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Sequence
@@ -41,7 +40,8 @@ from typing import Any
 
 import numpy as np
 
-from smcplan.errors import InvalidArgumentError, check_int, check_options
+from smcplan.errors import InvalidArgumentError, check_int
+from smcplan.jsonfile import write_json
 from smcplan.train.critic import _maps, _read, auc, critic_examples, critic_labels
 from smcplan.train.data import subsample_and_save
 
@@ -261,20 +261,8 @@ def train_critic_head(
         "seed": seed,
         "shards": headers,
     }
-    (out / "train.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    write_json(out / "train.json", manifest)
     return manifest
-
-
-_OPTIONS = {
-    "negatives_per_state",
-    "max_examples",
-    "map_notes",
-    "adapter",
-    "C",
-    "folds",
-    "batch",
-    "threads",
-}
 
 
 def run(request: Any) -> dict[str, Any]:
@@ -284,8 +272,9 @@ def run(request: Any) -> dict[str, Any]:
     ``batch`` (4 prompts a forward pass), ``threads``.  ``--max-steps``, ``--epochs``, ``--lr``,
     ``--batch-size`` and ``--save-steps`` do not apply (the fit is a convex optimum; features
     are cached every 16 examples): giving one is an error."""
-    opts = dict(request.options)
-    check_options("trainer 'critic-head'", opts, _OPTIONS)
+    from smcplan.train.options import trainer_options
+
+    opts = trainer_options("critic-head", request.options)
     for flag, value in (
         ("--max-steps", request.max_steps),
         ("--epochs", request.epochs),

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from smcplan.errors import SmcplanError, check_int
+from smcplan.jsonfile import jsonl_line, write_json
 
 __all__ = [
     "subsample_and_save",
@@ -91,28 +92,51 @@ class Shard:
     branches: list[dict[str, Any]] = field(default_factory=list)
     episodes: dict[str, dict[str, Any]] = field(default_factory=dict)
     partial: list[dict[str, Any]] = field(default_factory=list)
+    #: the number of a torn last line that was dropped (``read_shard(..., torn_tail=True)``)
+    torn_line: int | None = None
 
 
-def iter_objects(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+def _lines(handle: Any) -> Iterator[tuple[int, str, bool]]:
+    """``(number, line, is_last)`` of a text file, one line of lookahead."""
+    numbered = enumerate(handle, start=1)
+    current = next(numbered, None)
+    while current is not None:
+        following = next(numbered, None)
+        yield current[0], current[1], following is None
+        current = following
+
+
+def iter_objects(
+    path: str | os.PathLike[str], torn_tail: list[int] | None = None
+) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(line number, object)`` for every non-blank line; a line that is not a JSON object
-    raises :class:`DatasetLineError`."""
+    raises :class:`DatasetLineError`, except, when a list ``torn_tail`` is given, a last line
+    that is not valid JSON (torn by a killed writer): its number is appended to the list and
+    the line skipped."""
     p = Path(path)
     if not p.is_file():
         raise DatasetLineError(
             p, 0, "no such file", "pass a file written by `smcplan train collect`"
         )
     with open(p, encoding="utf-8") as handle:
-        for number, raw in enumerate(handle, start=1):
+        for number, raw, last in _lines(handle):
             if not raw.strip():
                 continue
             try:
                 obj = json.loads(raw)
             except json.JSONDecodeError as exc:
+                if last and torn_tail is not None:
+                    torn_tail.append(number)
+                    continue
+                fix = (
+                    "a torn last line (an interrupted collect): rerun the same `smcplan train "
+                    "collect` with --resume (it drops the line and replays its episode), or "
+                    "delete the line"
+                    if last
+                    else "repair or delete the line"
+                )
                 raise DatasetLineError(
-                    p,
-                    number,
-                    f"not valid JSON ({exc.msg} at column {exc.colno})",
-                    "repair or delete the line (a torn last line: rerun collect with --resume)",
+                    p, number, f"not valid JSON ({exc.msg} at column {exc.colno})", fix
                 ) from None
             if not isinstance(obj, dict):
                 raise DatasetLineError(
@@ -147,13 +171,16 @@ def _check(
             )
 
 
-def read_shard(path: str | os.PathLike[str]) -> Shard:
-    """Read and check a trajectory shard (format above)."""
+def read_shard(path: str | os.PathLike[str], torn_tail: bool = False) -> Shard:
+    """Read and check a trajectory shard (format above).  ``torn_tail``: a last line that is not
+    valid JSON (a collect killed mid-write) is dropped and its number kept in
+    ``Shard.torn_line`` (``collect --resume`` does this) instead of raising."""
     p = Path(path)
     shard: Shard | None = None
     open_: dict[str, list[dict[str, Any]]] = {}
     open_branches: dict[str, list[dict[str, Any]]] = {}
-    for number, obj in iter_objects(p):
+    torn: list[int] | None = [] if torn_tail else None
+    for number, obj in iter_objects(p, torn):
         kind = obj.get("kind")
         if shard is None:
             if kind != "header" or obj.get("schema") != SHARD_SCHEMA:
@@ -186,9 +213,13 @@ def read_shard(path: str | os.PathLike[str]) -> Shard:
             )
     if shard is None:
         raise DatasetLineError(
-            p, 1, "the file is empty (no header)", "collect the shard with `smcplan train collect`"
+            p,
+            1,
+            "the file has no complete header line (empty, or torn while it was written)",
+            "delete the file and run `smcplan train collect` again without --resume",
         )
     shard.partial = [t for rows in open_.values() for t in rows]
+    shard.torn_line = torn[0] if torn else None
     return shard
 
 
@@ -225,7 +256,7 @@ def subsample_and_save(
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "examples.jsonl", "w", encoding="utf-8") as handle:
         for ex in examples:
-            handle.write(json.dumps(ex) + "\n")
+            handle.write(jsonl_line(ex))
     return examples, out
 
 
@@ -255,5 +286,5 @@ def write_sft_manifest(
         "settings": result.settings,
         "shards": headers,
     }
-    (Path(out) / "train.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    write_json(Path(out) / "train.json", manifest)
     return manifest

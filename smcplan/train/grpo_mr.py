@@ -32,7 +32,6 @@ advantages, and update the LoRA policy with the clipped, KL-regularised objectiv
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections.abc import Sequence
@@ -40,7 +39,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from smcplan.errors import InvalidArgumentError, check_float, check_int, check_options
+from smcplan.errors import InvalidArgumentError, check_float, check_int
+from smcplan.jsonfile import jsonl_line, write_json
 
 if TYPE_CHECKING:
     from smcplan.llm import LanguageModel
@@ -276,7 +276,7 @@ def train_grpo_mr(config: GRPOMRConfig, progress: bool = True) -> dict[str, Any]
             }
             log.append(line)
             with open(out / "log.jsonl", "a", encoding="utf-8") as handle:
-                handle.write(json.dumps(line) + "\n")
+                handle.write(jsonl_line(line))
     finally:
         env.close()
     weights = policy.save(out / "adapter")
@@ -288,27 +288,8 @@ def train_grpo_mr(config: GRPOMRConfig, progress: bool = True) -> dict[str, Any]
         "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()},
         "log": log,
     }
-    (out / "train.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    write_json(out / "train.json", manifest)
     return manifest
-
-
-_OPTIONS = {
-    "env",
-    "seeds",
-    "split",
-    "adapter",
-    "group_size",
-    "iterations",
-    "alpha",
-    "eps",
-    "normalize",
-    "clip_eps",
-    "kl_coef",
-    "minibatch_size",
-    "threads",
-    "max_episode_steps",
-    "vanilla",
-}
 
 
 def run(request: Any) -> dict[str, Any]:
@@ -317,14 +298,15 @@ def run(request: Any) -> dict[str, Any]:
     cold-start adapter), ``group_size``, ``iterations``, ``alpha``, ``vanilla`` (true: alpha=1),
     ``eps``, ``normalize``, ``clip_eps``, ``kl_coef``, ``minibatch_size``, ``threads``,
     ``max_episode_steps``; ``--epochs`` is the update epochs per batch, ``--lr`` the rate."""
-    opts = dict(request.options)
-    check_options("trainer 'grpo-mr'", opts, _OPTIONS)
+    from smcplan.train.options import trainer_options
+
+    opts = trainer_options("grpo-mr", request.options)  # typed: seeds a list of ints
     seeds = opts.get("seeds", [0])
-    if isinstance(seeds, int) and not isinstance(seeds, bool):
-        seeds = [seeds]
-    if not isinstance(seeds, list):
+    epochs = request.epochs or 1
+    if epochs != int(epochs):
         raise InvalidArgumentError(
-            f"seeds must be a list of integers such as [10000]; got {seeds!r}"
+            f"--epochs {epochs}: grpo-mr runs whole update epochs per batch; give an integer "
+            "such as 1"
         )
     alpha = 1.0 if opts.get("vanilla") else opts.get("alpha", 0.5)
     cfg = GRPOMRConfig(
@@ -343,7 +325,7 @@ def run(request: Any) -> dict[str, Any]:
         learning_rate=request.learning_rate or 1e-5,
         clip_eps=opts.get("clip_eps", 0.2),
         kl_coef=opts.get("kl_coef", 0.01),
-        epochs=int(request.epochs or 1),
+        epochs=int(epochs),
         minibatch_size=opts.get("minibatch_size", 8),
         threads=opts.get("threads", 1),
         seed=request.seed,

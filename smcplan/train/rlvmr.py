@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from smcplan.agents.llm_agent import Decision
 from smcplan.agents.rlvmr import RLVMRAgent
 from smcplan.agents.rlvmr_rewards import TaggedStep, format_response, looks_invalid
-from smcplan.errors import InvalidArgumentError, check_options
+from smcplan.errors import InvalidArgumentError
 from smcplan.train.data import subsample_and_save, write_sft_manifest
 
 if TYPE_CHECKING:
@@ -203,16 +203,13 @@ def train_cold_start(
     )  # fmt: skip
 
 
-_OPTIONS = {"max_examples", "lora_r", "lora_alpha", "max_length", "grad_accum", "threads"}
-
-
 def run(request: Any) -> dict[str, Any]:
     """``smcplan train cold-start``: the registry entry; ``--opt`` keys ``max_examples``,
     ``lora_r``, ``lora_alpha``, ``max_length``, ``grad_accum``, ``threads``."""
     from smcplan.llm.finetune import LoraSettings, SFTSettings
+    from smcplan.train.options import trainer_options
 
-    opts = dict(request.options)
-    check_options("trainer 'cold-start'", opts, _OPTIONS)
+    opts = trainer_options("cold-start", request.options)
     if not request.data:
         raise InvalidArgumentError("cold-start needs --data SHARD (gold or oracle episodes)")
     base = SFTSettings()

@@ -44,6 +44,7 @@ __all__ = [
     "OBS_CHARS",
     "context_text",
     "world_model_examples",
+    "heldout_examples",
     "TARGETS",
     "first_sentence",
     "mix_examples",
@@ -140,6 +141,31 @@ def world_model_examples(
                         }
                     )
     return out
+
+
+def heldout_examples(
+    shards: Sequence[str | Path],
+    depths: Sequence[int] = (0,),
+    branches: bool = False,
+    target: str = "full",
+    sample: int | None = None,
+    seed: int = 0,
+    limit: int | None = None,
+) -> list[dict[str, Any]]:
+    """The examples ``smcplan train evaluate`` scores: :func:`world_model_examples` of the
+    ``shards`` (with their branches when ``branches``), then ``sample`` of them drawn without
+    replacement with ``random.Random(seed)`` (kept in shard order), then the first ``limit``."""
+    read = [read_shard(path) for path in shards]
+    examples = world_model_examples(
+        [t for s in read for t in s.transitions],
+        depths,
+        [b for s in read for b in s.branches] if branches else (),
+        target,
+    )
+    if sample is not None and sample < len(examples):
+        picked = sorted(random.Random(seed).sample(range(len(examples)), sample))
+        examples = [examples[i] for i in picked]
+    return examples[:limit]
 
 
 def observation_event(observation: str, action: str | None = None) -> tuple[Any, ...]:
@@ -345,29 +371,10 @@ def run(request: Any) -> dict[str, Any]:
     ``init_adapter`` (an adapter folder to continue), ``real_share`` (the fraction of
     ``max_examples`` drawn from real steps, the rest branches), ``target`` (``full`` or
     ``head``: the whole next observation or its first sentence))."""
-    from smcplan.errors import check_options
     from smcplan.llm.finetune import LoraSettings, SFTSettings
+    from smcplan.train.options import trainer_options
 
-    opts = dict(request.options)
-    check_options(
-        "trainer 'world-model'",
-        opts,
-        {
-            "depths",
-            "max_examples",
-            "full",
-            "lora_r",
-            "lora_alpha",
-            "max_length",
-            "grad_accum",
-            "scheduler",
-            "threads",
-            "warmup_steps",
-            "init_adapter",
-            "real_share",
-            "target",
-        },
-    )
+    opts = trainer_options("world-model", request.options)  # typed: full=no is False
     if not request.data:
         raise InvalidArgumentError(
             "world-model needs --data SHARD (a shard from `smcplan train collect`)"

@@ -174,8 +174,9 @@ def test_bad_shards_and_options_are_refused(tmp_path):
     with pytest.raises(InvalidArgumentError, match="--data"):
         run(TrainRequest("critic", tmp_path / "out"))
     gold = _gold_shard(tmp_path / "gold.jsonl")
-    with pytest.raises(InvalidArgumentError, match="map_notes='yes'"):
-        run(TrainRequest("critic", tmp_path / "out", data=[gold], options={"map_notes": "yes"}))
+    # booleans are exactly true/false/1/0/yes/no (smcplan.options.parse_bool)
+    with pytest.raises(InvalidArgumentError, match="--opt map_notes must be a boolean; got 'ja'"):
+        run(TrainRequest("critic", tmp_path / "out", data=[gold], options={"map_notes": "ja"}))
 
 
 @pytest.mark.slow

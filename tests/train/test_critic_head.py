@@ -279,10 +279,10 @@ def test_the_cli_refuses_bad_options(tmp_path, capsys):
     base = ["critic-head", "--data", str(shard), "--out", str(tmp_path / "o")]
     for extra, needle in (
         (["--max-steps", "3"], "--max-steps=3"),
-        (["--opt", "C=[-1]"], "positive numbers"),
-        (["--opt", 'C="x"'], "C='x'"),
-        (["--opt", "map_notes=1"], "map_notes=1"),
-        (["--opt", "layers=[1]"], "layers"),
+        (["--opt", "C=[-1]"], "--opt C (e.g. [0.01,0.1]) must lie in (0, inf]; got -1"),
+        (["--opt", 'C="x"'], "--opt C must be a finite number; got 'x'"),
+        (["--opt", "map_notes=2"], "--opt map_notes must be a boolean; got 2"),
+        (["--opt", "layers=[1]"], "unknown option 'layers'"),
     ):
         assert main([*base, *extra]) == 2
         err = capsys.readouterr().err.strip().splitlines()

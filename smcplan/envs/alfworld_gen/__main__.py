@@ -16,26 +16,22 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
 from typing import Any
 
 from smcplan.envs.alfworld_gen.generate import game_folder, generate_game
 from smcplan.envs.alfworld_gen.scene import TASK_TYPES
+from smcplan.errors import SmcplanError
+from smcplan.jsonfile import write_json
+from smcplan.options import argtype, check_out_path, parse_seed_ranges
 
 
 def _seeds(text: str) -> list[int]:
     """``"0,3,5-7"`` -> ``[0, 3, 5, 6, 7]``; anything else (an empty item, a reversed or
-    negative range) is an argparse error (one line, exit 2)."""
-    out: list[int] = []
-    for part in text.split(","):
-        lo, dash, hi = part.strip().partition("-")
-        if not lo.isdigit() or (dash and not hi.isdigit()) or (dash and int(hi) < int(lo)):
-            raise argparse.ArgumentTypeError(
-                f"bad seed list {text!r}: use non-negative integers and inclusive ranges, "
-                "e.g. 0,3,5-7"
-            )
-        out.extend(range(int(lo), int(hi or lo) + 1))
-    return out
+    negative range, more than ``MAX_SEEDS`` seeds: counted before they are expanded) is an
+    argparse error (one line, exit 2)."""
+    return argtype(lambda t: parse_seed_ranges(t).take(), "seeds")(text)
 
 
 def _tasks(text: str) -> list[str]:
@@ -97,7 +93,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", default=None, help="write the per-game rows here")
     parser.add_argument("--no-replay", action="store_true")
     args = parser.parse_args(argv)
+    from smcplan.interrupts import stop_on_signals
 
+    try:
+        with stop_on_signals():  # Ctrl-C / SIGTERM: exit 130 / 143, one line
+            return _run(args)
+    except KeyboardInterrupt as exc:
+        what = exc.args[0] if exc.args else "stopped by SIGINT"
+        print(f"\n{what}: generated games are cached; re-run to go on", file=sys.stderr)
+        return getattr(exc, "exit_code", 130)
+    except (SmcplanError, OSError) as exc:
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.json:
+        check_out_path(args.json, "--json", "file")
     rows = []
     for task in args.tasks:
         for seed in args.seeds:
@@ -128,8 +140,7 @@ def main(argv: list[str] | None = None) -> int:
             + (f"  gen mean {statistics.mean(fresh):5.1f}s max {max(fresh):5.1f}s" if fresh else "")
         )
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
+        write_json(args.json, rows, indent=1)
     return 0 if all(r.get("won", True) for r in rows) else 1
 
 

@@ -11,13 +11,14 @@ Must not import anything from ``smcplan`` above ``smcplan.envs``.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from smcplan.jsonfile import dumps
 
 
 def cache_root(cache_dir: str | os.PathLike[str] | None = None) -> Path:
@@ -31,7 +32,7 @@ def cache_root(cache_dir: str | os.PathLike[str] | None = None) -> Path:
 def write_json(path: Path, data: Any) -> None:
     """Write ``data`` as canonical JSON (sorted keys, fixed separators: byte-reproducible)."""
     with open(path, "w", encoding="utf-8") as f:
-        json.dump(data, f, sort_keys=True, indent=1, ensure_ascii=True)
+        f.write(dumps(data, sort_keys=True, indent=1, ensure_ascii=True))
         f.write("\n")
 
 

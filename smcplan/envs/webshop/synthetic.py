@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from smcplan.jsonfile import dumps
+
 __all__ = ["SEED", "TYPES", "build", "write", "stale_files"]
 
 SEED = 20240607
@@ -219,7 +221,7 @@ def _check_texts(files: dict[str, Any]) -> None:
 
 
 def _dump(obj: Any) -> str:
-    return json.dumps(obj, indent=1, ensure_ascii=False, sort_keys=False) + "\n"
+    return dumps(obj, indent=1, ensure_ascii=False, sort_keys=False) + "\n"
 
 
 def write(out: Path) -> dict[str, Path]:

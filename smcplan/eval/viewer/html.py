@@ -8,12 +8,12 @@ SVG elements only (logged text is never parsed as HTML). Pure standard library.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from smcplan.eval.viewer.data import RunLike, viewer_data
+from smcplan.jsonfile import dumps
 
 __all__ = ["render_html", "write_viewer", "ASSETS", "MAX_BYTES"]
 
@@ -31,7 +31,7 @@ def _asset(name: str) -> str:
 def _embed(data: Any) -> str:
     """JSON safe inside ``<script>``: every ``<`` (only ever inside JSON strings) is written
     ``\\u003c``, so no ``</script>``, ``<!--`` or ``<script`` can end or alter the element."""
-    blob = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    blob = dumps(data, ensure_ascii=False, separators=(",", ":"))
     return blob.replace("<", "\\u003c")
 
 

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from smcplan.errors import InvalidArgumentError, check_int
+from smcplan.jsonfile import write_json
 from smcplan.llm.roles.judges import Critic, Critique
 
 if TYPE_CHECKING:
@@ -134,7 +135,7 @@ class ScoreHead:
         folder.mkdir(parents=True, exist_ok=True)
         np.savez(folder / _ARRAYS, mean=self.mean, scale=self.scale, weight=self.weight)
         meta = {"layers": list(self.layers), "bias": self.bias, "dim": self.dim, "info": self.info}
-        (folder / HEAD_FILE).write_text(json.dumps(meta, indent=2), encoding="utf-8")
+        write_json(folder / HEAD_FILE, meta)
         return folder
 
     @classmethod

@@ -1,0 +1,94 @@
+"""The ``--opt KEY=VALUE`` options of each trainer, typed: one schema per trainer.
+
+``smcplan train <trainer> --opt KEY=VALUE`` reads each value as JSON when it can (``full=true``
+is ``True``, ``max_examples=200`` is ``200``) and as text otherwise (``full=no`` is ``"no"``).
+:func:`trainer_options` converts every value strictly against the trainer's schema
+(:mod:`smcplan.options`): a boolean is ``true false 1 0 yes no`` and nothing else (a loose
+``bool("no")`` is ``True``: ``full=no`` ran a full fine-tune), an integer is an integer
+(``max_examples=abc`` and ``=1.5`` are refused), and an unknown key lists the known ones, each
+error naming the option, the value and the fix.  Deeper checks (a scheduler's ``min_lr``, ...)
+stay with the settings the values go to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from smcplan.options import (
+    MAX_SEED,
+    boolean,
+    choice,
+    int_list,
+    integer,
+    real,
+    real_or_list,
+    text,
+    typed_options,
+)
+
+__all__ = ["SCHEMAS", "trainer_options"]
+
+_SFT = {
+    "max_examples": integer(1),
+    "lora_r": integer(1),
+    "lora_alpha": integer(1),
+    "max_length": integer(1),
+    "grad_accum": integer(1),
+    "threads": integer(1),
+}
+
+#: trainer name -> option -> converter
+SCHEMAS: dict[str, dict[str, Any]] = {
+    "world-model": {
+        **_SFT,
+        "depths": int_list(0),
+        "full": boolean,
+        "scheduler": choice("cosine", "linear", "constant", "cosine_with_min_lr"),
+        "warmup_steps": integer(0),
+        "init_adapter": text,
+        "real_share": real(0.0, 1.0),
+        "target": choice("full", "head"),
+    },
+    "critic": {
+        **_SFT,
+        "negatives_per_state": integer(0),
+        "warmup_steps": integer(0),
+        "map_notes": boolean,
+        "adam_beta2": real(0.0, 1.0),
+    },
+    "critic-head": {
+        "negatives_per_state": integer(0),
+        "max_examples": integer(1),
+        "map_notes": boolean,
+        "adapter": text,
+        "C": real_or_list(0.0, min_inclusive=False),
+        "folds": integer(2),
+        "batch": integer(1),
+        "threads": integer(1),
+    },
+    "cold-start": dict(_SFT),
+    "grpo-mr": {
+        "env": text,
+        "seeds": int_list(0, MAX_SEED),
+        "split": text,
+        "adapter": text,
+        "group_size": integer(2),
+        "iterations": integer(1),
+        "alpha": real(0.0, 1.0),
+        "eps": real(0.0, min_inclusive=False),
+        "normalize": text,
+        "clip_eps": real(0.0, min_inclusive=False),
+        "kl_coef": real(0.0),
+        "minibatch_size": integer(1),
+        "threads": integer(1),
+        "max_episode_steps": integer(1),
+        "vanilla": boolean,
+    },
+}
+
+
+def trainer_options(trainer: str, options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``options`` (a :class:`~smcplan.train.registry.TrainRequest`'s) checked and converted
+    against the schema of ``trainer``; ``None`` values keep the defaults."""
+    return typed_options(f"trainer {trainer!r}", dict(options or {}), SCHEMAS[trainer])
