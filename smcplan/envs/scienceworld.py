@@ -39,6 +39,10 @@ from smcplan.envs.base import BaseTextEnv, MissingBenchmark, unknown_choice
 
 __all__ = ["TASKS", "TASK_IDS", "SIMPLIFICATIONS", "SPLITS", "ScienceWorldEnv"]
 
+#: Gold paths generated in this process, by (task, variation, simplifications): see
+#: ``ScienceWorldEnv.gold_actions``.
+_GOLD_PATHS: dict[tuple[str, int, str], list[str]] = {}
+
 #: The 30 task names, in the order of the ScienceWorld paper (task ids 1-1 ... 10-2).
 TASKS = (
     "boil",
@@ -312,17 +316,27 @@ class ScienceWorldEnv(JvmBacked, BaseTextEnv):
         Computed on first request by a second simulator in the same JVM (generating it costs
         0.1-10 s depending on the task, so ``reset`` does not pay for it).  The path may go on
         for a few actions after the task is already won.
+
+        The path depends on what the JVM did before (object hash order), so a second generation
+        for one variation may order its steps differently or pick another object of the same kind
+        (boil: the order of its ``open`` actions; find-non-living-thing: which thing); each wins.
+        The first one generated for (task, variation, simplifications) is therefore kept for the
+        process: the same list on every reset here.  A fresh process asking first gets the same
+        path again; one whose JVM did other work first may get another.
         """
         self._require_started()
         if self._gold is None:
             variation = self._seed
+            key = (self.task_name, variation, self.simplifications)
 
             def fetch() -> list[str]:
                 probe = self._jvm.new(_INTERFACE)
                 probe.load(self.task_name, variation, self.simplifications, True)
                 return [str(a) for a in probe.getGoldActionSequence()]
 
-            self._gold = clean_gold(self._sup.call(fetch, "gold path"))
+            if key not in _GOLD_PATHS:
+                _GOLD_PATHS[key] = clean_gold(self._sup.call(fetch, "gold path"))
+            self._gold = _GOLD_PATHS[key]
         return list(self._gold)
 
     def clone(self) -> ScienceWorldEnv:

@@ -26,6 +26,7 @@ from typing import Any
 
 from smcplan.envs._jvm import DEFAULT_CALL_TIMEOUT_S, JavaProcess, JvmBacked
 from smcplan.envs.base import BaseTextEnv, MissingBenchmark, unknown_choice
+from smcplan.errors import check_text
 
 __all__ = ["GAMES", "FOLDS", "TextWorldExpressEnv", "fold_of_seed"]
 
@@ -50,6 +51,8 @@ FOLDS: dict[str, range] = {
 }
 
 _INTERFACE = "textworldexpress.runtime.PythonInterface"
+_GOLD_AGENTS = "textworldexpress.goldagent"  # <Game>GoldAgent for GameGenerator<Game>
+_GOLD_ATTEMPTS = 50  # the jar's MAX_ATTEMPTS in mkGameWithGoldPath
 _UNKNOWN_ACTION = "Unknown action"
 
 
@@ -77,8 +80,9 @@ def _params_string(params: dict[str, Any] | str | None) -> str:
     if params is None:
         return ""
     if isinstance(params, str):
-        return params
-    return ",".join(f"{k}={int(v) if isinstance(v, bool) else v}" for k, v in params.items())
+        return check_text(params, "TextWorldExpress params")
+    text = ",".join(f"{k}={int(v) if isinstance(v, bool) else v}" for k, v in params.items())
+    return check_text(text, "TextWorldExpress params")
 
 
 class TextWorldExpressEnv(JvmBacked, BaseTextEnv):
@@ -136,7 +140,7 @@ class TextWorldExpressEnv(JvmBacked, BaseTextEnv):
             raise ValueError(f"{self.name}: params {self.params!r} rejected: {message.strip()}")
         self._sim = sim
         if self._started and self._seed is not None:
-            sim.generateNewGameJSON(self._seed, self._fold, True)
+            sim.generateNewGameJSON(self._seed, self._fold, False)
             for action in self._actions:
                 sim.stepJSON(action)
 
@@ -156,11 +160,15 @@ class TextWorldExpressEnv(JvmBacked, BaseTextEnv):
     def reset(self, seed: int | None = None) -> tuple[str, dict[str, Any]]:
         seed = self.default_seed if seed is None else int(seed)
         fold = self.check_seed(seed)
+        # The gold path first, then the game without the jar's own (drawn with an unseeded RNG):
+        # the jar's order, as some generators share objects between the games they make (a
+        # gold agent playing a second sorting game moves the items of the first).
+        gold = self._sup.call(lambda: self._seeded_gold(seed, fold), "gold")
         raw = json.loads(
-            self._sup.call(lambda: self._sim.generateNewGameJSON(seed, fold, True), "reset")
+            self._sup.call(lambda: self._sim.generateNewGameJSON(seed, fold, False), "reset")
         )
         self._fold = fold
-        self._gold = [str(a) for a in self._sup.call(self._sim.getGoldActionSequence, "gold")]
+        self._gold = gold
         task = str(self._sup.call(self._sim.getTaskDescription, "task"))
         return self._begin(
             raw["observation"],
@@ -187,11 +195,34 @@ class TextWorldExpressEnv(JvmBacked, BaseTextEnv):
         )
 
     def gold_actions(self) -> list[str] | None:
-        """TWX's gold action sequence from the reset state (it wins with score 1.0).  The jar draws
-        it anew at every reset: the game is the seed's, the path explores it in random order
-        (coin dev seed 10000: 8-33 steps over 60 resets)."""
+        """TWX's gold action sequence from the reset state (it wins with score 1.0): the jar's own
+        gold agent for the game, its random choices drawn from ``scala.util.Random(seed)``, so
+        the same list on every reset of a seed (see :meth:`_seeded_gold`).  ``None`` when the
+        agent found no path."""
         self._require_started()
         return list(self._gold) if self._gold is not None else None
+
+    def _seeded_gold(self, seed: int, fold: str) -> list[str] | None:
+        """The jar's ``mkGameWithGoldPath`` with a seeded RNG.
+
+        TWX 1.1.0 builds a game's gold path with ``new Random()`` (seeded from the clock) in every
+        game but CookingWorld (``new Random(seed)``); the coin and TWC gold agents random-walk
+        the map with it, so their gold paths differed on each reset of one seed (coin test seed
+        20000: 5-18 actions over 6 resets).  This runs the same loop in the JVM (up to 50 fresh
+        games of the seed, the game's gold agent on each, one RNG throughout) with
+        ``scala.util.Random(seed)``: for CookingWorld that is the jar's own path, for the games
+        whose gold agents draw nothing it is the jar's path too, and for coin and TWC it is one
+        fixed random walk per seed (and params).
+        """
+        generator = self._sim.gameGenerator()
+        kind = str(generator.getClass().getSimpleName()).removeprefix("GameGenerator")
+        rng = self._jvm.new("scala.util.Random", seed)
+        for _ in range(_GOLD_ATTEMPTS):
+            agent = self._jvm.new(f"{_GOLD_AGENTS}.{kind}GoldAgent", generator.mkGame(seed, fold))
+            found = agent.mkGoldPath(rng)  # a Scala (Boolean, Array[String])
+            if found.productElement(0):
+                return [str(a) for a in found.productElement(1)]
+        return None
 
     def generation_properties(self) -> dict[str, Any]:
         """The game's generation parameters (e.g. ``numLocations``), as the jar reports them."""

@@ -6,9 +6,9 @@ Sources (``source=``):
   of the real environment; ``ORACLE_CONFIG``, the ``make demo-oracle`` settings, wins coin
   18/20).  An oracle: its actions are good, its observations are the environment's own.
 * ``"gold"``: the environment's gold action sequence (``env.gold_actions()``, where it has one).
-  TextWorldExpress draws it anew at every reset (the game is the seed's, the path explores it in
-  random order: coin dev seed 10000 took 8-33 steps over 60 resets), so two gold collections of
-  the same seeds differ; give ``max_steps`` room for the longest path.
+  TextWorldExpress's coin and TWC gold paths are random walks of the house, seeded by the game's
+  seed (the same path on every reset; up to 37 steps over the 3,000 coin seeds), so give
+  ``max_steps`` room for the longest path.
 * ``"agent"``: any registered agent (``agent=``, ``agent_config=``), e.g. ReAct rollouts.
 
 **Branches** (``branches=K``, for world models): at every state of the episode, up to ``K``
@@ -23,13 +23,14 @@ Every transition stores what a planner particle at the root sees (task, real obs
 retrieved facts of a rule-extracted knowledge graph of the episode so far) and what happened
 (action, next observation, reward, done, won, score).  The shard's header records the git
 commit, env, split, seeds, source and configuration; with ``resume=True`` the episodes already
-finished in the shard are skipped, a torn interrupted episode is dropped, and a header that
-disagrees with the request is refused (:class:`CollectError`).
+finished in the shard are skipped, a torn interrupted episode is dropped (also a torn last
+line: a kill mid-write), and a header that disagrees with the request is refused
+(:class:`CollectError`).  Seeds are counted before they are expanded (at most
+:data:`~smcplan.options.MAX_SEEDS`, each at most :data:`~smcplan.options.MAX_SEED`).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import subprocess
@@ -40,6 +41,8 @@ from pathlib import Path
 from typing import Any
 
 from smcplan.errors import InvalidArgumentError, SmcplanError, check_int
+from smcplan.jsonfile import jsonl_line
+from smcplan.options import seed_list
 from smcplan.train.data import SHARD_SCHEMA, read_shard
 
 __all__ = [
@@ -145,9 +148,9 @@ def _prepare(path: Path, header: dict[str, Any], resume: bool) -> set[str]:
         raise CollectError(f"{path} exists; pass --resume to continue it or choose another --out")
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(header) + "\n", encoding="utf-8")
+        path.write_text(jsonl_line(header), encoding="utf-8")
         return set()
-    shard = read_shard(path)
+    shard = read_shard(path, torn_tail=True)  # a line torn by a kill is dropped, not fatal
     for key in _IDENTITY:
         had = shard.header.get(key, _IDENTITY_DEFAULTS.get(key))
         if had != header.get(key, _IDENTITY_DEFAULTS.get(key)):
@@ -165,14 +168,15 @@ def _prepare(path: Path, header: dict[str, Any], resume: bool) -> set[str]:
             *shard.header.get("resumes", []),
             {"commit": header.get("commit"), "seeds": added, "at": header.get("created")},
         ]
-    if shard.partial or merged != shard.header:  # rewrite (atomically), a torn episode dropped
+    # rewrite (atomically), a torn episode and a torn last line dropped
+    if shard.partial or shard.torn_line or merged != shard.header:
         tmp = path.with_suffix(path.suffix + ".tmp")
         with open(tmp, "w", encoding="utf-8") as handle:
-            handle.write(json.dumps(merged) + "\n")
+            handle.write(jsonl_line(merged))
             for t in shard.transitions + shard.branches:
-                handle.write(json.dumps(t) + "\n")
+                handle.write(jsonl_line(t))
             for e in shard.episodes.values():
-                handle.write(json.dumps(e) + "\n")
+                handle.write(jsonl_line(e))
         os.replace(tmp, path)
     return set(shard.episodes)
 
@@ -304,7 +308,7 @@ def collect(
                 f"branches must be an integer >= 0 or 'all'; got {branches!r}"
             )
         branches = check_int(branches, "branches", minimum=0)
-    seeds = [check_int(s, "seed", minimum=0) for s in seeds]
+    seeds = seed_list(seeds, "seeds")  # counted first: range(0, 3_000_000_000) is refused
     if not seeds:
         raise InvalidArgumentError("seeds is empty; give at least one episode seed")
     if source == "oracle":
@@ -351,7 +355,7 @@ def collect(
         with open(path, "a", encoding="utf-8") as handle:
 
             def write(record: dict[str, Any]) -> None:
-                handle.write(json.dumps(record) + "\n")
+                handle.write(jsonl_line(record))
                 handle.flush()
 
             for seed in tqdm(todo, desc=f"collect {env}", unit="ep", disable=not progress):

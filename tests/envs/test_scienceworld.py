@@ -46,6 +46,28 @@ def test_gold_path_wins_on_two_test_variations(lifespan):
         assert result.info["raw_score"] == pytest.approx(100.0)
 
 
+def test_gold_path_is_the_same_on_every_reset_in_a_process(lifespan):
+    """Issue 55: the simulator's gold agent iterates hash sets, so each generation for one
+    variation may differ (find-non-living-thing: which thing it focuses on); the env keeps the
+    first for the process, in every env of the task (a second env too), and it wins."""
+    env = ScienceWorldEnv("find-non-living-thing", _share=lifespan._jvm)
+    other = ScienceWorldEnv("find-non-living-thing", _share=lifespan._jvm)
+    try:
+        variation = env.variations("test")[0]
+        golds = []
+        for _ in range(3):
+            env.reset(variation)
+            golds.append(env.gold_actions())
+        other.reset(variation)
+        golds.append(other.gold_actions())
+        assert golds[0] and all(g == golds[0] for g in golds)
+        result = play(other, golds[0])
+        assert result.info["won"] and result.info["score"] == 1.0
+    finally:
+        env.close()
+        other.close()
+
+
 @pytest.mark.parametrize("task", ["power-component", "grow-plant"])
 def test_gold_path_wins_on_an_electrical_task_and_one_with_an_ambiguous_step(lifespan, task):
     # One JVM for all: a second simulator object in the lifespan env's JVM.

@@ -96,6 +96,36 @@ def test_reset_is_deterministic_by_seed(coin):
     assert other[0] != first[0] or coin.gold_actions() != gold1
 
 
+@pytest.mark.parametrize("game", GAMES)
+def test_gold_path_is_the_same_on_every_reset_of_a_seed_and_wins(game):
+    """Issue 55: the jar draws coin's and TWC's gold random walks with an unseeded RNG (coin gave
+    18, 27 and 8 actions for one seed); the adapter seeds it with the game's seed.  Same list on
+    every reset (after playing it, too), in a second JVM, and it wins each time."""
+    seeds = (10000, 20000, 20001)
+    env = make(f"twx:{game}")
+    try:
+        golds: dict[int, list[str]] = {}
+        for _ in range(3):
+            for seed in seeds:
+                env.reset(seed)
+                gold = env.gold_actions()
+                assert gold
+                assert golds.setdefault(seed, gold) == gold, (game, seed)
+                result, total = play(env, gold)
+                assert result.info["won"] is True and total == pytest.approx(1.0)
+    finally:
+        env.close()
+    fresh = make(f"twx:{game}")  # its own JVM
+    try:
+        for seed in seeds:
+            fresh.reset(seed)
+            assert fresh.gold_actions() == golds[seed]
+    finally:
+        fresh.close()
+    if game == "coin":  # the issue's game: a walk, not one fixed path for every seed
+        assert len({len(g) for g in golds.values()}) > 1
+
+
 def test_clone_is_independent_and_in_the_same_state(coin):
     coin.reset(20004)
     gold = coin.gold_actions()

@@ -182,10 +182,45 @@ def test_adapter_errors_are_typed(tiny_path, tmp_path):
         sft_dataset([])
 
 
+def test_llama_cpp_tree_is_found_where_make_setup_scale_keeps_it(tmp_path, monkeypatch):
+    from smcplan.llm.finetune import merge
+
+    def tree(folder):
+        folder.mkdir(parents=True)
+        for script in ("convert_hf_to_gguf.py", "convert_lora_to_gguf.py"):
+            (folder / script).write_text("")
+        return folder
+
+    monkeypatch.delenv("SMCPLAN_LLAMA_CPP", raising=False)
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / "no-venv"))
+    monkeypatch.setattr(merge, "_REPO_ROOT", tmp_path / "no-repo")
+    repo = tmp_path / "repo"
+    unpacked = tree(repo / ".build/llama-server/llama_cpp_python-0.3.36/vendor/llama.cpp")
+    assert merge.llama_cpp_tree(repo) == unpacked  # a build in progress
+    kept = tree(repo / ".venv/share/llama.cpp")
+    assert merge.llama_cpp_tree(repo) == kept
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / "venv"))
+    running = tree(tmp_path / "venv/share/llama.cpp")
+    assert merge.llama_cpp_tree(repo) == running  # the running virtualenv's first
+    (running / "convert_lora_to_gguf.py").unlink()  # incomplete: passed over
+    assert merge.llama_cpp_tree(repo) == kept
+    monkeypatch.setenv("SMCPLAN_LLAMA_CPP", str(unpacked))
+    assert merge.llama_cpp_tree(repo) == unpacked
+    monkeypatch.setenv("SMCPLAN_LLAMA_CPP", str(tmp_path))
+    assert merge.llama_cpp_tree(repo) is None
+
+
 def test_lora_to_gguf_when_the_llama_cpp_tree_is_here(tiny_path, tmp_path):
+    """Runs wherever `make setup-scale` ran (CI, `make test`): it keeps llama.cpp's converters
+    in .venv/share/llama.cpp; skipped only in a virtualenv without the scale extra."""
     from smcplan.llm.finetune.merge import llama_cpp_tree, lora_to_gguf
 
     if llama_cpp_tree() is None:
+        scale_stamp = os.path.join(sys.prefix, ".scale-stamp")
+        assert not os.path.exists(scale_stamp), (
+            "`make setup-scale` ran but llama.cpp's converters are not in "
+            f"{sys.prefix}/share/llama.cpp: run `make setup-scale` again"
+        )
         pytest.skip("no llama.cpp tree (make setup-scale, or SMCPLAN_LLAMA_CPP)")
     result = train_sft(
         tiny_path,

@@ -5,8 +5,9 @@ r"""Merge a LoRA adapter into its base model and convert to GGUF for llama.cpp /
 :func:`smcplan.llm.load_model` like any checkpoint.  :func:`to_gguf` runs llama.cpp's own
 ``convert_hf_to_gguf.py`` on such a folder; :func:`lora_to_gguf` runs ``convert_lora_to_gguf.py``
 on an adapter, for ``llama-server --lora``.  The scripts come from the llama.cpp tree vendored
-in llama-cpp-python's sdist, which ``make setup-scale`` unpacks under
-``.build/llama-server/`` (no other download); ``SMCPLAN_LLAMA_CPP`` names another tree.
+in llama-cpp-python's sdist (no other download): ``make setup-scale`` keeps them, with the
+``conversion`` and ``gguf-py`` packages they import, in ``.venv/share/llama.cpp/``;
+``SMCPLAN_LLAMA_CPP`` names another tree (e.g. a llama.cpp checkout).
 """
 
 from __future__ import annotations
@@ -48,29 +49,41 @@ def merge_adapter(
     return folder
 
 
+#: the files of a llama.cpp tree that :func:`to_gguf` and :func:`lora_to_gguf` run
+_CONVERTERS = ("convert_hf_to_gguf.py", "convert_lora_to_gguf.py")
+#: the repository this file lives in (an editable install)
+_REPO_ROOT = Path(__file__).resolve().parents[3]
+
+
+def _has_converters(tree: Path) -> bool:
+    return all((tree / script).is_file() for script in _CONVERTERS)
+
+
 def llama_cpp_tree(start: str | os.PathLike[str] | None = None) -> Path | None:
-    """The llama.cpp source tree holding the converters: ``$SMCPLAN_LLAMA_CPP``, else the one
-    ``make setup-scale`` unpacked under ``.build/llama-server`` of ``start`` (default: the
-    current folder) or of the repository this file lives in; ``None`` when there is none."""
+    """The llama.cpp tree holding the converters, the first of: ``$SMCPLAN_LLAMA_CPP``; the
+    ``share/llama.cpp`` that ``make setup-scale`` keeps in the running virtualenv
+    (``sys.prefix``); ``.venv/share/llama.cpp`` of ``start`` (default: the current folder) or of
+    the repository this file lives in; a whole sdist tree unpacked under ``.build/llama-server``
+    there (a build in progress).  ``None`` when there is none."""
     env = os.environ.get("SMCPLAN_LLAMA_CPP")
     if env:
-        return Path(env) if (Path(env) / "convert_hf_to_gguf.py").is_file() else None
-    roots = [Path(start or os.getcwd()), Path(__file__).resolve().parents[3]]
+        return Path(env) if _has_converters(Path(env)) else None
+    roots = [Path(start or os.getcwd()), _REPO_ROOT]
+    candidates = [Path(sys.prefix) / "share" / "llama.cpp"]
+    candidates += [root / ".venv" / "share" / "llama.cpp" for root in roots]
     for root in roots:
         for tree in sorted((root / ".build" / "llama-server").glob("llama_cpp_python-*")):
-            candidate = tree / "vendor" / "llama.cpp"
-            if (candidate / "convert_hf_to_gguf.py").is_file():
-                return candidate
-    return None
+            candidates.append(tree / "vendor" / "llama.cpp")
+    return next((tree for tree in candidates if _has_converters(tree)), None)
 
 
 def _run(script: str, args: list[str]) -> None:
     tree = llama_cpp_tree()
     if tree is None:
         raise FinetuneError(
-            f"llama.cpp's {script} was not found: run `make setup-scale` (it unpacks the "
-            "llama.cpp tree vendored in llama-cpp-python's sdist under .build/llama-server) or "
-            "set SMCPLAN_LLAMA_CPP to a llama.cpp checkout"
+            f"llama.cpp's {script} was not found: run `make setup-scale` (it keeps the "
+            "converters of the llama.cpp vendored in llama-cpp-python's sdist in "
+            ".venv/share/llama.cpp) or set SMCPLAN_LLAMA_CPP to a llama.cpp checkout"
         )
     env = {
         **os.environ,
