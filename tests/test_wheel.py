@@ -36,15 +36,31 @@ ROLE_CHECK = textwrap.dedent(
     judge = ProgressModel(tiny_model())
     (verdict,) = judge(["find the coin"], ["You see a coin."], ["take coin"], ["You take it."])
     roles = sorted(p.name for p in (models_dir() / "roles").iterdir())
+    from smcplan.llm.artifacts import artifact_names, load_manifest
+    artifacts = {n: sorted(load_manifest(n)["files"]) for n in artifact_names()}
     print(json.dumps({
         "file": smcplan.__file__,
         "models_dir": str(models_dir()),
         "roles": roles,
+        "artifacts": artifacts,
         "verdict": type(verdict).__name__,
         "zeroshot": load_role("zeroshot").system[:40],
     }))
     """
 )
+
+
+def test_the_explicit_package_list_of_pyproject_names_every_subpackage():
+    """pyproject.toml lists smcplan's packages by hand (setuptools cannot find the mapped
+    ``smcplan.models`` = ``models/``); a new subpackage must not be left out of the wheel."""
+    import tomllib
+
+    from setuptools import find_packages
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]
+    listed = set(config["setuptools"]["packages"])
+    assert listed == set(find_packages(str(ROOT), include=["smcplan*"])) | {"smcplan.models"}
+    assert config["setuptools"]["package-dir"] == {"smcplan.models": "models"}
 
 
 def _run(cmd: list[str], cwd: Path, env: dict[str, str]) -> str:
@@ -88,6 +104,9 @@ def test_the_wheel_runs_a_role_and_a_react_episode_without_the_repository(tmp_pa
         report["roles"]
     )
     assert report["verdict"] == "Progress" and report["zeroshot"]
+    shipped = {p.name for p in (ROOT / "models" / "trained").iterdir() if p.is_dir()}
+    assert set(report["artifacts"]) == shipped and shipped  # every artifact, every file listed
+    assert all(files for files in report["artifacts"].values())
 
     from smcplan.llm.testing import tiny_model_path
 

@@ -129,7 +129,7 @@ class KGBelief:
 class BeliefSummarizer:
     """``summarizer(tasks, beliefs, actions, observations) -> [new belief]``: one batched,
     schema-constrained call (greedy by default) with the ``belief`` role's templates (from
-    ``roles_dir``, default the packaged ``smcplan/assets/roles``)."""
+    ``roles_dir``, default the packaged ``models/roles``)."""
 
     def __init__(
         self, lm: LanguageModel, temperature: float = 0.0, roles_dir: str | Path | None = None

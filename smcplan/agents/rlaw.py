@@ -248,7 +248,9 @@ class RLAWAgent(LLMAgent):
         the adapter's base, default the packaged SmolLM2), or ``smcplan train critic-head``'s
         head folder (:class:`smcplan.llm.roles.score_head.ScoreCritic`: the score is read off
         a logistic head on the model's hidden state; the actor's ``lm`` serves it when it is
-        the model the head was fitted on). The actor stays ``lm``, frozen.
+        the model the head was fitted on), or a shipped artifact's name
+        (``"twx-coin-critic-head"``, :mod:`smcplan.llm.artifacts`). The actor stays ``lm``,
+        frozen.
     fallback
         When no proposal is accepted: ``"best"`` (the paper: the best-scored proposal) or
         ``"critic"`` (the critic also scores the admissible actions not proposed, and the best
@@ -259,8 +261,10 @@ class RLAWAgent(LLMAgent):
     critic_notes
         Give the critic, with each action, what the agent's place map (read from the episode's
         real observations) says about it (:mod:`smcplan.agents.map_notes`). ``None``
-        (default): on when the trained critic's manifest (``<critic_path>/../train.json``) says
-        it was trained with them (``smcplan train critic --opt map_notes=true``), else off.
+        (default): on when the trained critic's manifest (a shipped artifact's
+        ``manifest.json``, or ``<critic_path>/../train.json``) says it was trained with them
+        (``smcplan train critic --opt map_notes=true``; a score head fitted on noted prompts),
+        else off.
     actor, critic
         Replace the actor (``actor(task, context, admissible, critique, seed) -> Candidate``) or
         the critic role (``critic(tasks, contexts, thoughts, actions, seed=) -> [Critique]``).
@@ -321,8 +325,10 @@ class RLAWAgent(LLMAgent):
             if critic_lm is not None:
                 raise ValueError("give critic_lm or critic_path, not both")
             from smcplan.llm import load_model
+            from smcplan.llm.artifacts import resolve_artifact
             from smcplan.llm.roles.score_head import ScoreHead, is_score_head
 
+            critic_path = str(resolve_artifact(critic_path, "critic_path"))
             if is_score_head(critic_path):
                 head = ScoreHead.load(critic_path)
                 base = critic_model or head.info.get("model")
@@ -536,11 +542,15 @@ class RankedAction(NamedTuple):
 
 
 def trained_with_notes(critic_path: str | None) -> bool:
-    """Whether the trained critic at ``critic_path`` (an adapter folder of ``smcplan train
-    critic``) was trained with map notes: its manifest ``<critic_path>/../train.json`` says
-    ``"map_notes": true``; False without a path or a manifest."""
+    """Whether the trained critic at ``critic_path`` was trained with map notes: a shipped
+    artifact's ``<critic_path>/manifest.json`` (``settings.map_notes``), or the trainer's
+    ``<critic_path>/../train.json`` (``map_notes``), says so; False without a path or either."""
     if critic_path is None:
         return False
+    shipped = Path(critic_path) / "manifest.json"
+    if shipped.is_file():
+        settings = json.loads(shipped.read_text(encoding="utf-8")).get("settings", {})
+        return bool(settings.get("map_notes", False))
     manifest = Path(critic_path).parent / "train.json"
     if not manifest.is_file():
         return False

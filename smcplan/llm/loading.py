@@ -69,7 +69,7 @@ def load_model(
     :class:`~smcplan.llm.backends.hf.TransformersLanguageModel`.
 
     ``name_or_path``: ``None`` (the packaged SmolLM2-135M-Instruct), a name from
-    ``assets/registry.json`` (``"smollm2-135m"``, ``"gemma3-270m"``), a transformers folder, a
+    ``models/registry.json`` (``"smollm2-135m"``, ``"gemma3-270m"``), a transformers folder, a
     ``.gguf`` file, or a Hugging Face hub id. ``quantization``: ``None``, ``"nf4"`` or ``"int8"``.
     ``device``: ``"cpu"``, ``"cuda"``, ``"cuda:1"``…; default CUDA when available. ``dtype``:
     weights/compute dtype, default float32 on CPU and bfloat16 on CUDA. ``seed`` seeds the

@@ -1,4 +1,4 @@
-"""Resolve a model name or path to a local transformers folder, using ``assets/registry.json``.
+"""Resolve a model name or path to a local transformers folder, using ``models/registry.json``.
 
 Three kinds of argument:
 

@@ -1,4 +1,4 @@
-"""Prompt templates and output schemas of the model roles, read from ``assets/roles/<role>/``.
+"""Prompt templates and output schemas of the model roles, read from ``models/roles/<role>/``.
 
 The roles of the LLM layer (:data:`ROLES`) and of the agents (``belief``, ``reflexion``,
 ``rlvmr``, ``zeroshot``) share the folder (:func:`smcplan.llm.paths.models_dir`).
@@ -92,7 +92,7 @@ def _load(folder: str, name: str) -> RoleAssets:
 
 def load_role(name: str, root: str | Path | None = None) -> RoleAssets:
     """Load role ``name`` from ``root`` (default: ``models_dir() / "roles"``, the packaged
-    ``smcplan/assets/roles`` unless ``$SMCPLAN_MODELS_DIR`` is set)."""
+    ``models/roles`` unless ``$SMCPLAN_MODELS_DIR`` is set)."""
     base = Path(root) if root is not None else models_dir() / "roles"
     if not (base / name / "user.jinja").is_file():
         known = (

@@ -4,7 +4,8 @@
 predicts observations with the model trained by ``smcplan train world-model``
 (:mod:`smcplan.train.world_model`), through the same :class:`smcplan.llm.ObservationModel` role
 and prompt as the LM world model.  ``PATH`` is a PEFT adapter folder (loaded onto the base model
-its config records, then merged) or a transformers folder (a merged or fully fine-tuned model).
+its config records, then merged), a transformers folder (a merged or fully fine-tuned model), or
+the name of a shipped artifact (``"twx-coin-world-model"``, :mod:`smcplan.llm.artifacts`).
 
 Imports ``smcplan.llm`` lazily.
 """
@@ -36,8 +37,12 @@ def _load(path: str, threads: int | None) -> Any:
 
 
 def learned_lm(path: str, threads: int | None = None) -> Any:
-    """The :class:`smcplan.llm.LanguageModel` of the learned world model at ``path`` (cached)."""
-    return _load(os.path.abspath(os.path.expanduser(path)), threads)
+    """The :class:`smcplan.llm.LanguageModel` of the learned world model at ``path`` (a folder or
+    a shipped artifact's name; cached)."""
+    from smcplan.llm.artifacts import resolve_artifact
+
+    folder = resolve_artifact(path, "world_model_path")
+    return _load(os.path.abspath(folder), threads)
 
 
 def learned_observation_model(

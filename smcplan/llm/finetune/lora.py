@@ -29,6 +29,7 @@ __all__ = [
     "load_adapter",
     "is_adapter",
     "adapter_base",
+    "copy_adapter_half",
     "require",
 ]
 
@@ -121,6 +122,30 @@ def adapter_base(path: str | os.PathLike[str]) -> str | None:
     folder = _check_adapter(path)
     with open(folder / "adapter_config.json", encoding="utf-8") as handle:
         return json.load(handle).get("base_model_name_or_path") or None
+
+
+def copy_adapter_half(
+    src: str | os.PathLike[str], dest: str | os.PathLike[str], base_model: str
+) -> list[str]:
+    r"""Copy the adapter folder ``src`` into ``dest`` with every floating-point tensor stored as
+    fp16 (a LoRA update :math:`\Delta W = \tfrac{\alpha}{r} B A` keeps about 3 significant
+    digits per weight) and ``base_model_name_or_path = base_model`` (a registry name, so that it
+    loads on any machine); PEFT casts the weights back to the base model's dtype on loading.
+    Returns the names of the files written."""
+    from safetensors.torch import load_file, save_file
+
+    from smcplan.jsonfile import write_json
+
+    folder = _check_adapter(src)
+    out = Path(dest)
+    out.mkdir(parents=True, exist_ok=True)
+    tensors = load_file(str(folder / "adapter_model.safetensors"))
+    small = {k: (v.half() if v.is_floating_point() else v).contiguous() for k, v in tensors.items()}
+    save_file(small, str(out / "adapter_model.safetensors"), metadata={"format": "pt"})
+    config = json.loads((folder / "adapter_config.json").read_text(encoding="utf-8"))
+    config["base_model_name_or_path"] = base_model
+    write_json(out / "adapter_config.json", config)
+    return ["adapter_config.json", "adapter_model.safetensors"]
 
 
 def save_adapter(model: Any, path: str | os.PathLike[str]) -> Path:

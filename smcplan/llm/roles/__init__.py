@@ -1,6 +1,6 @@
 """Model roles: small classes over a :class:`~smcplan.llm.LanguageModel`, batched over particles.
 
-Each role reads its prompt template and output schema from ``assets/roles/<role>/`` and makes
+Each role reads its prompt template and output schema from ``models/roles/<role>/`` and makes
 one batched model call (or one sampling call plus one scoring call) for a whole list of inputs,
 one input per particle.
 

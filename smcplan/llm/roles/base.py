@@ -30,7 +30,7 @@ def check_lengths(role: str, **columns: Sequence[Any] | None) -> int:
 
 
 class Role:
-    """A model role: a language model plus the assets of ``assets/roles/<asset_name>``.
+    """A model role: a language model plus the assets of ``models/roles/<asset_name>``.
 
     ``assets`` replaces the files (e.g. a prompt variant); ``roles_dir`` reads them from another
     folder; ``settings`` overrides entries of the role's ``role.json`` (e.g. a smaller token budget

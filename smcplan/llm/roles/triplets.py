@@ -1,6 +1,6 @@
 """NeSyFS triplet extraction: observation (+ action) → knowledge-graph triplets.
 
-The answer is constrained to ``assets/roles/triplets/schema.json``: ``{"triplets": [[s, r, o],
+The answer is constrained to ``models/roles/triplets/schema.json``: ``{"triplets": [[s, r, o],
 ...]}``
 of non-empty strings, within a budget of ``max_new_tokens`` tokens (``role.json``); an answer cut
 by the budget keeps its complete triplets. At most ``max_triplets`` triplets are kept and
