@@ -161,7 +161,12 @@ def ship_world_model(work: Path, dest: Path) -> dict:
             "n": len(check),
             "event_match": sum(bool(c["event"]) for c in check),
         },
-        "train_loss": train.get("train_loss"),
+        "train": {
+            "examples": train["examples"],
+            "steps": train["steps"],
+            "train_loss": sum(train["losses"]) / len(train["losses"]),  # the trainer's mean
+            "mean_loss_last_10_steps": sum(train["losses"][-10:]) / len(train["losses"][-10:]),
+        },
         "episodes": (
             "NeSyFS with this recipe's adapter (docs/train.md, each6: N = |A|, H = 1, "
             "max_weight, task+novelty, with the coin rules): 39/40 = 97.5 % (Wilson 87-100) "

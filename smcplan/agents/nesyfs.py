@@ -57,7 +57,12 @@ from smcplan.agents.llm_agent import Candidate, Decision, Judgement, LLMAgent
 from smcplan.agents.loop_guard import LoopGuard, PlanFollower, place_key
 from smcplan.agents.record import StepRecord
 from smcplan.agents.settings import resolve_settings
-from smcplan.agents.slow_thinking import SlowThinker, first_action_line, summarize
+from smcplan.agents.slow_thinking import (
+    SlowThinker,
+    first_action_line,
+    imagined_lines,
+    summarize,
+)
 from smcplan.errors import UnknownNameError
 from smcplan.llm.settings import ReflectionConfig
 from smcplan.planning import PlannerConfig, Retrieval
@@ -134,6 +139,11 @@ class NeSyFSAgent(LLMAgent):
         simulator world model they agree until the plan ends, with the LM world model they
         practically never do, so this changes nothing there).  Such steps are recorded with
         ``rec.executed = "planner"`` and ``rec.extra["slow_thinking_reason"] = "plan"``.
+    show_imagined
+        On by default: a slow-thinking step's thought also lists, for each first action of the
+        particles, what the world model imagined it returns (the oracle: what the game's clone
+        returned) and the particle's normalised weight
+        (:func:`~smcplan.agents.slow_thinking.imagined_lines`).
     exclude_rejected
         Re-proposals within a step choose among the admissible actions not yet rejected (all of
         them if none is left). The paper feeds back only the reflection's thought; a strong model
@@ -193,6 +203,7 @@ class NeSyFSAgent(LLMAgent):
         plan_skips: str = "loops",
         loop_guard: bool = False,
         follow_plan: bool = False,
+        show_imagined: bool = True,
         reflector: Any = None,
         slow_thinker: Any = None,
         temperature: float = 1.0,
@@ -226,6 +237,9 @@ class NeSyFSAgent(LLMAgent):
         self.plan_skips = str(plan_skips)
         self.loop_guard = bool(loop_guard)
         self.follow_plan = bool(follow_plan)
+        if not isinstance(show_imagined, bool):
+            raise ValueError(f"show_imagined must be true or false; got {show_imagined!r}")
+        self.show_imagined = show_imagined
         self._follower = PlanFollower(self.follow_plan)
         self._guard = LoopGuard()
         self._now = ""  # this step's observation, uncut
@@ -425,13 +439,20 @@ class NeSyFSAgent(LLMAgent):
         rec.executed = "planner"
         action = str(result.action)
         world = (
-            "oracle world model" if summary["oracle"] else f"{summary['world_model']} world model"
+            "oracle world model"
+            if summary["oracle"]
+            else f"{summary['world_model']} world model, no oracle"
         )
-        why = {"loop": " after a loop", "rejections": f" after {self.max_rejections} rejections"}
+        k, h = self.max_rejections, result.horizon
+        why = {"loop": " after a loop", "rejections": f" after {k} rejection{'s' * (k != 1)}"}
         thought = (
             f"slow thinking{why.get(rec.extra.get('slow_thinking_reason'), '')} ({world}, "
             f"twist {summary['twist']}): {result.num_particles} particles, "
-            f"{result.horizon} steps ahead; first actions {first_action_line(summary)}; "
+            f"{h} step{'s' * (h != 1)} ahead; first actions {first_action_line(summary)}; "
             f"chose '{action}', decided by {summary['decided_by']}"
         )
+        imagined = imagined_lines(summary) if self.show_imagined else []
+        if imagined:
+            verb = "the oracle returned" if summary["oracle"] else "the world model imagined"
+            thought += f"\n{verb}:\n" + "\n".join(f"  {line}" for line in imagined)
         return Decision(action, thought)

@@ -39,7 +39,7 @@ from smcplan.planning.progress import Seen
 if TYPE_CHECKING:
     from smcplan.llm import LanguageModel
 
-__all__ = ["SlowThinker", "summarize", "first_action_line"]
+__all__ = ["SlowThinker", "summarize", "first_action_line", "imagined_lines"]
 
 
 class SlowThinker:
@@ -153,6 +153,27 @@ def first_action_line(summary: dict[str, Any], limit: int = 4) -> str:
     """``"'open door to north' 0.62, 'move west' 0.25"``: the particles' first actions by weight."""
     mass = sorted(summary.get("action_mass", {}).items(), key=lambda kv: -kv[1])[:limit]
     return ", ".join(f"'{a}' {m:.2f}" for a, m in mass)
+
+
+def imagined_lines(summary: dict[str, Any], limit: int = 6, max_chars: int = 72) -> list[str]:
+    r"""What the world model imagined each first action returns, one line per action, by the
+    normalised weight :math:`W^{(i)} = w^{(i)} / \sum_j w^{(j)}` of the particle that took it
+    after the first step (the heaviest such particle when several did), heaviest first:
+    ``"'move south' -> "You are in the bathroom." (weight 0.41)"``.  Empty without a trace."""
+    steps = (summary.get("trace") or {}).get("steps") or []
+    if not steps:
+        return []
+    first = steps[0]
+    total = sum(first["weights"]) or 1.0
+    best: dict[str, tuple[str, float]] = {}
+    for action, obs, weight in zip(first["actions"], first["observations"], first["weights"]):
+        if action not in best or weight > best[action][1]:
+            best[action] = (obs, weight)
+    rows = sorted(best.items(), key=lambda kv: -kv[1][1])[:limit]
+    return [
+        f"'{a}' -> \"{clip_text(' '.join(str(o).split()), max_chars)}\" (weight {w / total:.2f})"
+        for a, (o, w) in rows
+    ]
 
 
 def summarize(result: PlanResult, max_chars: int = 160) -> dict[str, Any]:

@@ -107,3 +107,29 @@ def test_the_roles_are_built_once_when_the_thinker_is(tiny_lm, progress, judged)
     thinker = SlowThinker(tiny_lm, progress=progress)
     assert isinstance(thinker.observation_model, ObservationModel)
     assert isinstance(thinker.progress_model, ProgressModel) is judged
+
+
+def test_imagined_lines_list_each_first_action_once_by_its_heaviest_particle_normalised():
+    from smcplan.agents.slow_thinking import imagined_lines
+
+    summary = {
+        "trace": {
+            "steps": [
+                {
+                    "actions": ["move south", "look around", "move south", "take coin"],
+                    "observations": ["You are in the  bathroom.", "You are in the kitchen.",
+                                     "You can't move there.", "You take the coin."],
+                    "weights": [1.0, 0.5, 3.0, 4.0],
+                }
+            ]
+        }
+    }
+    lines = imagined_lines(summary, limit=6)
+    assert lines == [
+        "'take coin' -> \"You take the coin.\" (weight 0.47)",
+        "'move south' -> \"You can't move there.\" (weight 0.35)",
+        "'look around' -> \"You are in the kitchen.\" (weight 0.06)",
+    ]
+    assert imagined_lines(summary, limit=1) == lines[:1]
+    assert imagined_lines({"trace": {"steps": []}}) == []
+    assert imagined_lines({}) == []
