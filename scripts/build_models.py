@@ -318,8 +318,12 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {c}")
         return 0
     t0 = time.perf_counter()
-    for n in names:
-        build(n, args.runs, args.dest)
+    try:
+        for n in names:
+            build(n, args.runs, args.dest)
+    except KeyboardInterrupt:
+        print("make models: stopped; rerun to resume from the last finished step", file=sys.stderr)
+        return 130
     print(f"make models: {time.perf_counter() - t0:.0f} s", flush=True)
     return 0
 

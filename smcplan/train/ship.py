@@ -43,31 +43,31 @@ def _fresh(dest: Path) -> Path:
     return dest
 
 
+def _source(folder: str | Path, files: tuple[str, ...], argument: str, fix: str) -> Path:
+    """``folder`` as a Path once it holds every one of ``files``; else a typed error."""
+    src = Path(folder)
+    missing = [f for f in files if not (src / f).is_file()]
+    if missing:
+        raise InvalidArgumentError(f"{argument}={str(src)!r} lacks {', '.join(missing)}; {fix}")
+    return src
+
+
 def ship_adapter(adapter: str | Path, dest: str | Path, base_model: str) -> list[str]:
     """Copy the PEFT adapter folder ``adapter`` into ``dest`` as fp16 safetensors with
     ``base_model_name_or_path = base_model`` (a registry name); the files written."""
     from smcplan.llm.finetune.lora import copy_adapter_half
 
-    src = Path(adapter)
-    missing = [f for f in ADAPTER_FILES if not (src / f).is_file()]
-    if missing:
-        raise InvalidArgumentError(
-            f"adapter={str(src)!r} lacks {', '.join(missing)}; pass DIR/adapter of "
-            "`smcplan train world-model --out DIR`"
-        )
+    fix = "pass DIR/adapter of `smcplan train world-model --out DIR`"
+    src = _source(adapter, ADAPTER_FILES, "adapter", fix)
     return copy_adapter_half(src, _fresh(Path(dest)), base_model)
 
 
 def ship_head(head: str | Path, dest: str | Path) -> list[str]:
     """Copy the score-head folder ``head`` (``smcplan train critic-head``'s ``<out>/head``)
     into ``dest``; the files written."""
-    src = Path(head)
-    missing = [f for f in HEAD_FILES if not (src / f).is_file()]
-    if missing:
-        raise InvalidArgumentError(
-            f"head={str(src)!r} lacks {', '.join(missing)}; pass <out>/head of "
-            "`smcplan train critic-head --out <out>`"
-        )
+    src = _source(
+        head, HEAD_FILES, "head", "pass <out>/head of `smcplan train critic-head --out <out>`"
+    )
     out = _fresh(Path(dest))
     for name in HEAD_FILES:
         shutil.copyfile(src / name, out / name)

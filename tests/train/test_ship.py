@@ -110,3 +110,15 @@ def test_a_manifest_lists_every_file_and_loading_catches_a_damaged_one(tmp_path,
         load_manifest(folder)
     with pytest.raises(SmcplanError, match="known artifacts: toy-head"):
         resolve_artifact("toy-hed", "critic_path")
+
+
+def test_shipping_a_folder_without_its_weights_names_the_argument_and_the_missing_files(tmp_path):
+    from smcplan.train.ship import ship_adapter, ship_head
+
+    (tmp_path / "head").mkdir()
+    (tmp_path / "head" / "score_head.json").write_text("{}")
+    with pytest.raises(SmcplanError, match=r"head=.* lacks score_head\.npz; pass <out>/head"):
+        ship_head(tmp_path / "head", tmp_path / "out")
+    with pytest.raises(SmcplanError, match=r"adapter=.* lacks adapter_config\.json, adapter_model"):
+        ship_adapter(tmp_path / "nothing", tmp_path / "out", "smollm2-135m")
+    assert not (tmp_path / "out").exists()  # nothing written before the check
