@@ -48,6 +48,13 @@ guiding the action alone left 12 of 20 actions repeated; guiding the mode as wel
 the "open door to east" loop. The records show it: ``rlvmr_tag_logp`` (the model's tag scores),
 ``rlvmr_tag_bonus``, ``tag_guided`` and ``guided`` (the guide changed the model's choice).
 
+Policy head (``policy_head=<folder>``, an extension: :mod:`smcplan.train.grpo_mr_head`): the
+tag and the action are chosen *together* by a linear-softmax head over the step's candidates
+(tag, action) on the frozen model's hidden state
+(:class:`~smcplan.llm.roles.policy_head.PolicyHead`), drawn at ``action_temperature`` (0: the
+argmax); no text is generated, the tag's sentence is a fixed one (:data:`HEAD_SENTENCES`), and
+the guides do not apply.  The answer, its parse and its process reward are recorded as above.
+
 Validity of step t (admissible and accepted: ``info["invalid"]`` false at step t + 1) is filled
 in when the next observation arrives. A planning block becomes the plan shown in later prompts.
 
@@ -86,7 +93,15 @@ from smcplan.llm.templates import load_role
 if TYPE_CHECKING:
     from smcplan.llm import LanguageModel
 
-__all__ = ["RLVMRAgent", "RLVMRGuidedAgent"]
+__all__ = ["RLVMRAgent", "RLVMRGuidedAgent", "HEAD_SENTENCES"]
+
+#: the tag sentence of a step chosen by a policy head (the head scores "tag: action" only)
+HEAD_SENTENCES = {
+    "planning": "I plan the next steps toward the goal.",
+    "explore": "I try something not tried before.",
+    "reflection": "The last step failed, so I change course.",
+    "monitor": "I follow the plan and check the progress.",
+}
 
 
 class RLVMRAgent(LLMAgent):
@@ -106,6 +121,8 @@ class RLVMRAgent(LLMAgent):
         The tag block's decoding (see the module docstring) and its token budget.
     rewards
         The :class:`~smcplan.agents.rlvmr_rewards.RewardConfig` (defaults: the paper's).
+    policy_head
+        A policy head folder (module docstring; ``None``: the model writes the answer).
     tags
         The tags the model may choose from (default: all four; e.g. ``("explore",)``).
     """
@@ -125,6 +142,7 @@ class RLVMRAgent(LLMAgent):
         content_tokens: int = 40,
         rewards: RewardConfig | None = None,
         tags: tuple[str, ...] = TAGS,
+        policy_head: str | None = None,
         **config: Any,
     ) -> None:
         super().__init__(lm, **config)
@@ -162,12 +180,25 @@ class RLVMRAgent(LLMAgent):
         self.plan = ""
         #: the chat messages of the last step's prompt (what a trainer scores the answer under)
         self.last_prompt: list[dict[str, str]] = []
+        self.policy_head = None
+        if policy_head is not None:
+            from smcplan.llm.roles.policy_head import PolicyHead
+
+            if guidance > 0 or tag_guidance > 0:
+                raise ValueError(
+                    f"policy_head={policy_head!r} chooses the tag and the action itself; the "
+                    "guides (guidance, tag_guidance) must be 0 with it"
+                )
+            self.policy_head = PolicyHead.load(policy_head)
+        self._head_features: Any = None
+        self._head_steps: list[tuple[str, str, str]] = []
 
     # ------------------------------------------------------------------ episode state
     def on_reset(self, task: str, observation: str, admissible: list[str]) -> None:
         self.trajectory, self.step_rewards, self.episode_rewards = [], [], []
         self.episode_return = 0.0
         self.plan = ""
+        self._head_steps = []
 
     def on_episode_end(self, won: bool, score: float) -> None:
         self.episode_rewards = trajectory_rewards(self.trajectory, bool(won), self.rewards)
@@ -231,33 +262,20 @@ class RLVMRAgent(LLMAgent):
     def decide(
         self, observation: str, admissible: list[str], info: dict[str, Any], rec: StepRecord
     ) -> Decision:
-        from smcplan.llm.roles.proposal import choose
-
         if self.trajectory:  # the previous action's validity, now that its outcome is known
             prev = self.trajectory[-1]
             self.trajectory[-1] = TaggedStep(
                 prev.tag, prev.action, prev.well_formed, not bool(info.get("invalid", False))
             )
-        ctx = self.context(observation)
-        prompt = self.assets.messages(
-            task=self.task, context=ctx.situation(), plan=self.plan, admissible=admissible
-        )
-        self.last_prompt = prompt
-        block, cut = self._tag_block(prompt, admissible, rec)
-        prefix = block + "\n<action>"
-        if self.free:
-            action, logp_action, model_choice = self._write_action(prompt, prefix)
+        if self.policy_head is not None:
+            tag, content, action, logp_action, model_choice = self._head_choice(
+                observation, admissible, rec
+            )
+            prefix, cut = f"<{tag}>{content}</{tag}>\n<action>", False
         else:
-            ((k_model, _, _, log_probs),) = choose(
-                self.lm, [prompt], [prefix], [admissible], 0.0, self.next_seed(), "</action>"
+            prefix, cut, action, logp_action, model_choice = self._model_answer(
+                observation, admissible, rec
             )
-            head = parse_response(prefix + "x</action>")  # the format verdict of the tag block
-            bonus = np.array(
-                [self._reward_if(head.tag, a, head.well_formed).meta for a in admissible]
-            )
-            k = self._choose(np.asarray(log_probs), bonus, self.guidance, self.action_temperature)
-            action, logp_action = admissible[k], float(log_probs[k])
-            model_choice = admissible[k_model]
         response = prefix + action + "</action>"
         parsed = parse_response(response)
         t = len(self.trajectory)
@@ -283,6 +301,64 @@ class RLVMRAgent(LLMAgent):
             rlvmr_guide=self.guidance > 0 or self.tag_guidance > 0,
         )
         return Decision(action, parsed.content, parsed.tag)
+
+    def _model_answer(
+        self, observation: str, admissible: list[str], rec: StepRecord
+    ) -> tuple[str, bool, str, float, str]:
+        """The model's tag block and action (module docstring, steps 1 and 2): the answer's
+        prefix up to ``<action>``, whether the budget cut the tag, the action, its log-prob
+        and the model's own choice."""
+        from smcplan.llm.roles.proposal import choose
+
+        ctx = self.context(observation)
+        prompt = self.assets.messages(
+            task=self.task, context=ctx.situation(), plan=self.plan, admissible=admissible
+        )
+        self.last_prompt = prompt
+        block, cut = self._tag_block(prompt, admissible, rec)
+        prefix = block + "\n<action>"
+        if self.free:
+            action, logp_action, model_choice = self._write_action(prompt, prefix)
+        else:
+            ((k_model, _, _, log_probs),) = choose(
+                self.lm, [prompt], [prefix], [admissible], 0.0, self.next_seed(), "</action>"
+            )
+            head = parse_response(prefix + "x</action>")  # the format verdict of the tag block
+            bonus = np.array(
+                [self._reward_if(head.tag, a, head.well_formed).meta for a in admissible]
+            )
+            k = self._choose(np.asarray(log_probs), bonus, self.guidance, self.action_temperature)
+            action, logp_action = admissible[k], float(log_probs[k])
+            model_choice = admissible[k_model]
+        return prefix, cut, action, logp_action, model_choice
+
+    def _head_choice(
+        self, observation: str, admissible: list[str], rec: StepRecord
+    ) -> tuple[str, str, str, float, str]:
+        """(tag, sentence, action, log pi, the head's argmax action) from the policy head."""
+        from smcplan.llm.roles.policy_head import (
+            LMFeatures,
+            candidate_pairs,
+            sample_index,
+            state_text,
+        )
+
+        head = self.policy_head
+        if self._head_features is None:
+            self._head_features = LMFeatures(self.lm, head.layers or None)
+        if self._head_steps:  # the observation after the previous action is this one
+            tag, action, _ = self._head_steps[-1]
+            self._head_steps[-1] = (tag, action, observation)
+        pairs = candidate_pairs(head.tags, admissible)
+        state = state_text(self.task, self._head_steps, observation, head.info.get("recent", 3))
+        logp = head.log_probs(self._head_features(state, pairs))
+        rng = np.random.default_rng(self.next_seed())
+        k = sample_index(logp, rng, self.action_temperature)
+        tag, action = pairs[k]
+        self._head_steps.append((tag, action, ""))
+        rec.extra.update(rlvmr_head_logp=float(logp[k]), rlvmr_head_candidates=len(pairs))
+        best = pairs[int(np.argmax(logp))][1]
+        return tag, HEAD_SENTENCES.get(tag, f"{tag}."), action, float(logp[k]), best
 
     def _write_action(self, prompt: list[dict[str, str]], prefix: str) -> tuple[str, float, str]:
         """Free mode: the action written in the ``<action>`` slot under the verb grammar."""

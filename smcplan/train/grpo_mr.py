@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from smcplan.errors import InvalidArgumentError, check_float, check_int
+from smcplan.errors import InvalidArgumentError, SmcplanError, check_float, check_int
 from smcplan.jsonfile import jsonl_line, write_json
 
 if TYPE_CHECKING:
@@ -47,6 +47,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "NORMALIZATIONS",
+    "check_alpha",
+    "check_group_size",
     "group_normalize",
     "grpo_advantages",
     "grpo_mr_advantages",
@@ -57,6 +59,29 @@ __all__ = [
 
 NORMALIZATIONS = ("mean_std", "mean")
 NO_TAG = "none"
+
+
+def check_alpha(alpha: Any) -> float:
+    """``alpha`` as a float in [0, 1], or a typed error naming it, its value and the fix."""
+    try:
+        return check_float(alpha, "alpha", minimum=0.0, maximum=1.0)
+    except SmcplanError as exc:
+        raise type(exc)(
+            f"{exc}: alpha mixes the outcome term (weight alpha) with the tag-normalised process "
+            "term (weight 1 - alpha); give a number in [0, 1], e.g. 0.5 (1 is vanilla GRPO)"
+        ) from None
+
+
+def check_group_size(group_size: Any) -> int:
+    """``group_size`` as an int >= 2, or a typed error naming it, its value and the fix."""
+    try:
+        return check_int(group_size, "group_size", minimum=2)
+    except SmcplanError as exc:
+        raise type(exc)(
+            f"{exc}: GRPO normalises each episode's outcome against the other episodes of its "
+            "group (of the same task seed), and a group of one has none; give group_size >= 2, "
+            "e.g. 8 (the paper's)"
+        ) from None
 
 
 def group_normalize(
@@ -107,7 +132,7 @@ def grpo_mr_advantages(
     ``step_tags[i][t]`` is the step's meta-reasoning tag (``None``: malformed, group
     ``"none"``); ``alpha = 1`` gives :func:`grpo_advantages` broadcast to every step.
     """
-    alpha = check_float(alpha, "alpha", minimum=0.0, maximum=1.0)
+    alpha = check_alpha(alpha)
     outcome_adv = grpo_advantages(outcomes, eps, normalize)
     g = len(outcomes)
     if len(step_rewards) != g or len(step_tags) != g:
@@ -163,10 +188,10 @@ class GRPOMRConfig:
     agent_config: dict[str, Any] = field(default_factory=dict)
 
     def validated(self) -> GRPOMRConfig:
-        check_int(self.group_size, "group_size", minimum=2)
+        check_group_size(self.group_size)
         check_int(self.iterations, "iterations", minimum=1)
         check_int(self.max_steps, "max_steps", minimum=1)
-        check_float(self.alpha, "alpha", minimum=0.0, maximum=1.0)
+        check_alpha(self.alpha)
         check_float(self.eps, "eps", minimum=0.0, min_inclusive=False)
         if self.normalize not in NORMALIZATIONS:
             raise InvalidArgumentError(

@@ -73,9 +73,9 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         "seeds": int_list(0, MAX_SEED),
         "split": text,
         "adapter": text,
-        "group_size": integer(2),
+        "group_size": integer(None),  # checked (with the fix) by check_group_size
         "iterations": integer(1),
-        "alpha": real(0.0, 1.0),
+        "alpha": real(),  # checked (with the fix) by check_alpha
         "eps": real(0.0, min_inclusive=False),
         "normalize": text,
         "clip_eps": real(0.0, min_inclusive=False),
@@ -84,6 +84,28 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         "threads": integer(1),
         "max_episode_steps": integer(1),
         "vanilla": boolean,
+    },
+    "grpo-mr-head": {
+        "env": text,
+        "seeds": int_list(0, MAX_SEED),
+        "split": text,
+        "init_head": text,
+        "group_size": integer(None),  # checked (with the fix) by check_group_size
+        "iterations": integer(1),
+        "max_episode_steps": integer(1),
+        "alpha": real(),  # checked (with the fix) by check_alpha
+        "vanilla": boolean,
+        "eps": real(0.0, min_inclusive=False),
+        "normalize": choice("mean_std", "mean"),
+        "clip_eps": real(0.0, min_inclusive=False),
+        "kl_coef": real(0.0),
+        "max_grad_norm": real(0.0, min_inclusive=False),
+        "l2": real(0.0, min_inclusive=False),
+        "recent": integer(0),
+        "layers": int_list(None),
+        "threads": integer(1),
+        "batch": integer(1),
+        "cache_entries": integer(1),
     },
 }
 

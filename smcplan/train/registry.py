@@ -25,6 +25,7 @@ TRAINERS: dict[str, str] = {
     "critic-head": "smcplan.train.critic_head:run",
     "cold-start": "smcplan.train.rlvmr:run",
     "grpo-mr": "smcplan.train.grpo_mr:run",
+    "grpo-mr-head": "smcplan.train.grpo_mr_head:run",
 }
 
 

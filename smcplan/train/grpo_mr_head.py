@@ -1,0 +1,394 @@
+r"""GRPO-MR on a policy head over the frozen model (the CPU-sized RLVMR recipe).
+
+The paper's RLVMR fine-tunes the whole model (cold-start SFT, then GRPO-MR on LoRA; on CPU one
+iteration of :math:`G = 8` episodes of 25 steps is hours: :mod:`smcplan.train.grpo_mr`).  Here
+the model is frozen and only a linear-softmax head over each step's candidate (tag, action)
+pairs is learned (:class:`~smcplan.llm.roles.policy_head.PolicyHead`,
+:math:`\pi_w(c \mid s) \propto \exp(w^\top z(s, c))`, :math:`z` the standardised hidden state
+at the end of a short prompt + ``"tag: action"``):
+
+1. **Cold start** (``data``: gold shards): the tagged gold steps
+   (:func:`smcplan.train.rlvmr.annotate` via :func:`~smcplan.train.head_episodes.gold_steps`);
+   :math:`\mu, \sigma` from their candidates' features; :math:`w_0` the L2-regularised
+   maximum-likelihood fit
+   (:func:`~smcplan.train.head_objective.fit_max_likelihood`).  Default ``l2`` = 1e-6: the
+   critic head's cross-validated C = 1 on N ≈ 1,700 examples (sklearn's ½‖v‖² + C Σ loss on
+   features without the 1/√d) is :math:`\lambda = 1/(C N d) \approx 5 \cdot 10^{-7}` in this
+   parametrisation at d = 1,152.  Without data: :math:`w_0 = 0` (uniform over the
+   candidates).  The cold-start head is the KL reference.
+2. **Iterations**: for each task seed, :math:`G` episodes sampled from :math:`\pi_w`
+   (temperature 1, seeds :func:`~smcplan.train.head_episodes.episode_rng`); advantages
+   :math:`A_{i,t} = \alpha \hat A^{\text{outcome}}_i + (1 - \alpha) \hat A^{\text{tag}}_{i,t}`
+   (:func:`smcplan.train.grpo_mr.grpo_mr_advantages`; :math:`\alpha = 1`: vanilla GRPO); one
+   update over all groups of the iteration: ``epochs`` full-batch gradient steps on the clipped
+   surrogate with an exact KL to the reference
+   (:func:`~smcplan.train.head_objective.policy_update`); no backpropagation through the model.
+3. **Checkpoints**: after iteration :math:`k`, ``checkpoints/iter-k/`` (the head and the
+   iteration's metrics, :func:`smcplan.jsonfile.write_json`), the feature cache, then
+   ``state.json`` (atomic) names it.  ``resume=True`` restarts from the last checkpoint that
+   ``state.json`` names; an iteration killed half-way is replayed from its start, and every
+   random draw is a function of (seed, iteration, task seed, episode), so a resumed run ends
+   with the same head as an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from smcplan.agents.rlvmr_rewards import TAGS
+from smcplan.errors import InvalidArgumentError, check_float, check_int
+from smcplan.jsonfile import write_json
+from smcplan.llm.roles.policy_head import PolicyHead
+from smcplan.train.grpo_mr import NORMALIZATIONS, check_alpha, check_group_size
+from smcplan.train.head_episodes import episode_rng, gold_steps, group_batch, play_episode
+from smcplan.train.head_objective import fit_max_likelihood, make_batch, policy_update
+
+__all__ = ["HeadGRPOConfig", "cold_start_head", "standardised", "train_grpo_mr_head", "run"]
+
+STATE = "state.json"
+_RESUMABLE = ("iterations", "resume")  # config keys a resumed run may change
+
+
+@dataclass(frozen=True)
+class HeadGRPOConfig:
+    """One run (module docstring).  Rollouts: ``seeds`` of ``env`` (``split``), ``group_size``
+    episodes of at most ``max_steps`` steps per seed and iteration, ``iterations``; the head:
+    ``model`` (frozen), ``layers`` (default: the last and the middle one), ``data`` (gold shards
+    for the cold start, ``l2`` its regulariser) or ``init_head`` (a saved head, also the
+    reference), ``recent`` (steps shown in the state text), ``tags``; GRPO-MR: ``alpha``,
+    ``eps``, ``normalize``; the update: ``learning_rate``, ``epochs`` (gradient steps per
+    iteration), ``clip_eps``, ``kl_coef``, ``max_grad_norm``; ``threads``, ``seed``,
+    ``resume``, ``cache_entries`` (features kept)."""
+
+    out: Path
+    env: str = "twx:coin"
+    seeds: tuple[int, ...] = (0,)
+    split: str | None = None
+    model: str | None = None
+    layers: tuple[int, ...] | None = None
+    data: tuple[Path, ...] = ()
+    init_head: Path | None = None
+    l2: float = 1e-6
+    recent: int = 3
+    tags: tuple[str, ...] = TAGS
+    group_size: int = 8
+    iterations: int = 10
+    max_steps: int = 25
+    alpha: float = 0.5
+    eps: float = 1e-6
+    normalize: str = "mean_std"
+    learning_rate: float = 0.5
+    epochs: int = 10
+    clip_eps: float = 0.2
+    kl_coef: float = 0.01
+    max_grad_norm: float = 1.0
+    threads: int | None = None
+    seed: int = 0
+    resume: bool = False
+    cache_entries: int = 50_000
+    batch: int = 16
+
+    def validated(self) -> HeadGRPOConfig:
+        check_group_size(self.group_size)
+        check_alpha(self.alpha)
+        check_int(self.iterations, "iterations", minimum=1)
+        check_int(self.max_steps, "max_steps", minimum=1)
+        check_int(self.epochs, "epochs", minimum=1)
+        check_int(self.recent, "recent", minimum=0)
+        check_int(self.seed, "seed", minimum=0)
+        for name in ("learning_rate", "l2", "clip_eps", "max_grad_norm", "eps"):
+            check_float(getattr(self, name), name, minimum=0.0, min_inclusive=False)
+        check_float(self.kl_coef, "kl_coef", minimum=0.0)
+        if self.normalize not in NORMALIZATIONS:
+            raise InvalidArgumentError(
+                f"normalize={self.normalize!r}: give one of {', '.join(NORMALIZATIONS)}"
+            )
+        if not self.seeds:
+            raise InvalidArgumentError("seeds is empty; give at least one task seed, e.g. [0]")
+        bad = [t for t in self.tags if t not in TAGS]
+        if bad or not self.tags:
+            raise InvalidArgumentError(f"tags={list(self.tags)!r}: give a subset of {list(TAGS)}")
+        if self.data and self.init_head is not None:
+            raise InvalidArgumentError(
+                "data and init_head both given: the cold start fits a head from data, "
+                "init_head loads one; give one of them"
+            )
+        return self
+
+    def as_json(self) -> dict[str, Any]:
+        def plain(v: Any) -> Any:
+            if isinstance(v, Path):
+                return str(v)
+            if isinstance(v, tuple):
+                return [plain(x) for x in v]
+            return v
+
+        return {k: plain(v) for k, v in asdict(self).items()}
+
+
+def cold_start_head(
+    shards: Any, features: Any, tags: Any = TAGS, l2: float = 1e-6, recent: int = 3,
+    layers: Any = (),
+) -> PolicyHead:  # fmt: skip
+    """The cold-start head (module docstring, step 1) fitted on the gold steps of ``shards``."""
+    from smcplan.train.data import read_shard
+
+    transitions = [tr for s in shards for tr in read_shard(s).transitions]
+    steps = gold_steps(transitions, tags, recent)
+    if not steps:
+        raise InvalidArgumentError(
+            f"no won episode in {[str(s) for s in shards]}: the cold start needs successful "
+            "gold episodes (smcplan train collect --source gold)"
+        )
+    phis = [features(s["state"], s["pairs"]) for s in steps]
+    rows = np.concatenate(phis)
+    base = PolicyHead.uniform(rows.shape[1], tags, layers)
+    base = standardised(base, rows, "the gold steps' candidates")
+    batch = make_batch([base.standardise(p) for p in phis], [s["gold"] for s in steps])
+    w, fit = fit_max_likelihood(batch, l2)
+    info = {**fit, "examples": len(steps), "episodes": len({s["episode"] for s in steps}),
+            "l2": l2, "chance": float(np.mean([1.0 / len(s["pairs"]) for s in steps]))}  # fmt: skip
+    return base.with_weight(w, cold_start=info)
+
+
+def standardised(head: PolicyHead, rows: np.ndarray, source: str) -> PolicyHead:
+    """``head`` with :math:`\\mu, \\sigma` the mean and standard deviation of the feature
+    ``rows`` (a column with :math:`\\sigma \\le 10^{-6} \\max \\sigma` keeps 1)."""
+    scale = rows.std(axis=0)
+    scale = np.where(scale > 1e-6 * max(float(scale.max()), 1e-300), scale, 1.0)
+    info = {k: v for k, v in head.info.items() if k != "standardise"}
+    return PolicyHead(head.layers, rows.mean(axis=0), scale, head.weight, head.tags,
+                      {**info, "standardised_on": source})  # fmt: skip
+
+
+def _iteration(
+    cfg: HeadGRPOConfig, it: int, env: Any, head: PolicyHead, ref: PolicyHead, features: Any
+) -> tuple[PolicyHead, PolicyHead, dict[str, Any]]:
+    """Play, score and update once; returns the new head, the reference (standardised in
+    iteration 0 when it started uniform) and the iteration's metrics."""
+    t0 = time.perf_counter()
+    feats, chosen, adv, groups = [], [], [], {}
+    for s in cfg.seeds:
+        eps = [
+            play_episode(env, s, head, features, episode_rng(cfg.seed, it, s, j), cfg.max_steps,
+                         cfg.recent)
+            for j in range(cfg.group_size)
+        ]  # fmt: skip
+        f, k, a = group_batch(eps, cfg.alpha, cfg.eps, cfg.normalize)
+        feats += f
+        chosen += k
+        adv += a
+        groups[s] = eps
+    if head.info.get("standardise") == "pending":  # w = 0 so far: the rollouts did not use it
+        head = ref = standardised(head, np.concatenate(feats), "iteration 0's candidates")
+    batch = make_batch(
+        [head.standardise(f) for f in feats],
+        chosen,
+        adv,
+        [float(head.log_probs(f)[k]) for f, k in zip(feats, chosen, strict=True)],
+        [ref.log_probs(f) for f in feats],
+    )
+    w, stats = policy_update(
+        head.weight, batch, cfg.learning_rate, cfg.epochs, cfg.clip_eps, cfg.kl_coef,
+        cfg.max_grad_norm,
+    )  # fmt: skip
+    every = [e for eps in groups.values() for e in eps]
+    steps = sum(e["steps"] for e in every)
+    tags = [t for e in every for t in e["tags"]]
+    new = [x for e in every for x in e["explore_new"]]
+    repeats = sum(a in e["actions"][:i] for e in every for i, a in enumerate(e["actions"]))
+    metrics = {
+        "iteration": it,
+        "success_rate": sum(e["won"] for e in every) / len(every),
+        "won": {str(s): sum(e["won"] for e in eps) for s, eps in groups.items()},
+        "episodes": len(every),
+        "steps": steps,
+        "repeat_rate": repeats / max(1, steps),
+        "tags": {g: tags.count(g) for g in cfg.tags},
+        "explore_new_rate": (sum(new) / len(new)) if new else None,
+        "process_return_mean": float(np.mean([sum(e["rewards"]) for e in every])),
+        "advantage_abs_mean": float(np.mean(np.abs(adv))),
+        "update": stats,
+        "seconds": time.perf_counter() - t0,
+    }
+    return head.with_weight(w, iteration=it + 1), ref, metrics
+
+
+def _start(cfg: HeadGRPOConfig, out: Path, features: Any) -> tuple[PolicyHead, PolicyHead, int]:
+    """The reference head, the head to continue from and the first iteration to run."""
+    state = out / STATE
+    if cfg.resume and state.is_file():
+        import json
+
+        saved = json.loads((out / "config.json").read_text(encoding="utf-8"))
+        now = cfg.as_json()
+        differ = sorted(k for k in now if k not in _RESUMABLE and saved.get(k) != now[k])
+        if differ:
+            raise InvalidArgumentError(
+                f"resume: {', '.join(differ)} differ from the run in {out} "
+                f"({', '.join(f'{k}={saved.get(k)!r}' for k in differ)}); give the same "
+                "settings (only iterations may grow) or another --out"
+            )
+        done = json.loads(state.read_text(encoding="utf-8"))
+        cache = getattr(features, "cache", None)
+        if cache is not None and (out / "features.npz").is_file():
+            cache.load(out / "features.npz")
+        ref = PolicyHead.load(out / "reference")
+        return ref, PolicyHead.load(out / done["checkpoint"] / "head"), int(done["completed"])
+    layers = tuple(getattr(features, "layers", ()) or ())
+    if cfg.init_head is not None:
+        ref = PolicyHead.load(cfg.init_head)
+    elif cfg.data:
+        ref = cold_start_head(cfg.data, features, cfg.tags, cfg.l2, cfg.recent, layers)
+    else:
+        ref = PolicyHead.uniform(int(features.dim), cfg.tags, layers, standardise="pending")
+    ref = ref.with_weight(ref.weight, features=getattr(features, "name", None), recent=cfg.recent)
+    write_json(out / "config.json", cfg.as_json())
+    ref.save(out / "reference")
+    return ref, ref, 0
+
+
+def train_grpo_mr_head(
+    config: HeadGRPOConfig, *, env: Any = None, features: Any = None, progress: bool = True
+) -> dict[str, Any]:
+    """Run the recipe (module docstring); ``env`` (default ``envs.make(config.env)``) and
+    ``features`` (default :class:`~smcplan.llm.roles.policy_head.LMFeatures` on
+    ``load_model(config.model)``) may be given.  Writes ``<out>/reference``,
+    ``<out>/checkpoints/iter-k``, ``<out>/state.json``, ``<out>/head`` and ``<out>/train.json``
+    (the manifest, returned)."""
+    from tqdm.auto import tqdm
+
+    from smcplan.interrupts import raise_if_stopped
+
+    cfg = config.validated()
+    out = Path(cfg.out)
+    if (out / STATE).is_file() and not cfg.resume:
+        raise InvalidArgumentError(
+            f"{out} already holds a grpo-mr-head run ({STATE}); pass resume=True (--resume) "
+            "to continue it, or give another --out"
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    own_env = env is None
+    if features is None:
+        from smcplan.llm import load_model
+        from smcplan.llm.roles.policy_head import FeatureCache, LMFeatures
+
+        lm = load_model(cfg.model, threads=cfg.threads, seed=cfg.seed, prefix_cache=False)
+        features = LMFeatures(lm, cfg.layers, FeatureCache(cfg.cache_entries), cfg.batch)
+    t0 = time.perf_counter()
+    ref, head, first = _start(cfg, out, features)
+    if own_env:
+        from smcplan import envs
+
+        env = envs.make(cfg.env, **({"split": cfg.split} if cfg.split else {}))
+    log = [_read_json(out / "checkpoints" / f"iter-{k:04d}" / "metrics.json") for k in range(first)]
+    try:
+        for it in tqdm(range(first, cfg.iterations), desc="grpo-mr-head", disable=not progress):
+            raise_if_stopped()
+            cache = getattr(features, "cache", None)
+            before = (cache.hits, cache.misses) if cache is not None else (0, 0)
+            head, new_ref, metrics = _iteration(cfg, it, env, head, ref, features)
+            if new_ref is not ref:
+                ref = new_ref
+                ref.save(out / "reference")
+            if cache is not None:
+                metrics["feature_cache"] = {
+                    "hits": cache.hits - before[0],
+                    "misses": cache.misses - before[1],
+                }
+            folder = out / "checkpoints" / f"iter-{it:04d}"
+            head.save(folder / "head")
+            write_json(folder / "metrics.json", metrics)
+            if cache is not None:
+                cache.save(out / "features.npz")
+            write_json(
+                out / STATE, {"completed": it + 1, "checkpoint": f"checkpoints/iter-{it:04d}"}
+            )
+            log.append(metrics)
+    finally:
+        if own_env:
+            env.close()
+    head.save(out / "head")
+    manifest = {
+        "trainer": "grpo-mr-head",
+        "weights": str(out / "head"),
+        "reference": str(out / "reference"),
+        "resumed_from": first or None,
+        "iterations": cfg.iterations,
+        "steps": sum(m["steps"] for m in log),
+        "success_rate": [m["success_rate"] for m in log],
+        "seconds": time.perf_counter() - t0,
+        "config": cfg.as_json(),
+        "cold_start": ref.info.get("cold_start"),
+        "log": log,
+    }
+    write_json(out / "train.json", manifest)
+    return manifest
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    import json
+
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def run(request: Any) -> dict[str, Any]:
+    """``smcplan train grpo-mr-head``: the registry entry.  ``--data`` gold shards for the cold
+    start (optional), ``--lr`` the step size, ``--epochs`` the gradient steps per iteration,
+    ``--resume``, ``--seed``; ``--opt`` keys: ``env``, ``seeds`` (list), ``split``,
+    ``init_head``, ``group_size``, ``iterations``, ``max_episode_steps``, ``alpha``,
+    ``vanilla`` (true: alpha = 1), ``eps``, ``normalize``, ``clip_eps``, ``kl_coef``,
+    ``max_grad_norm``, ``l2``, ``recent``, ``layers`` (list), ``threads``, ``batch``,
+    ``cache_entries``.  ``--max-steps``, ``--batch-size`` and ``--save-steps`` do not apply."""
+    from smcplan.train.options import trainer_options
+
+    opts = trainer_options("grpo-mr-head", request.options)
+    for flag, value in (
+        ("--max-steps", request.max_steps),
+        ("--batch-size", request.batch_size),
+        ("--save-steps", request.save_steps),
+    ):
+        if value is not None:
+            raise InvalidArgumentError(
+                f"{flag}={value}: grpo-mr-head checkpoints every iteration and updates on the "
+                "whole iteration; drop it (--opt iterations=N sets the length of the run)"
+            )
+    epochs = request.epochs or 10
+    if epochs != int(epochs):
+        raise InvalidArgumentError(
+            f"--epochs {epochs}: the gradient steps per iteration; give an integer such as 10"
+        )
+    cfg = HeadGRPOConfig(
+        out=Path(request.out),
+        env=opts.get("env", "twx:coin"),
+        seeds=tuple(opts.get("seeds", [0])),
+        split=opts.get("split"),
+        model=request.model,
+        layers=tuple(opts["layers"]) if opts.get("layers") else None,
+        data=tuple(Path(p) for p in request.data),
+        init_head=Path(opts["init_head"]) if opts.get("init_head") else None,
+        l2=opts.get("l2", 1e-6),
+        recent=opts.get("recent", 3),
+        group_size=opts.get("group_size", 8),
+        iterations=opts.get("iterations", 10),
+        max_steps=opts.get("max_episode_steps", 25),
+        alpha=1.0 if opts.get("vanilla") else opts.get("alpha", 0.5),
+        eps=opts.get("eps", 1e-6),
+        normalize=opts.get("normalize", "mean_std"),
+        learning_rate=request.learning_rate or 0.5,
+        epochs=int(epochs),
+        clip_eps=opts.get("clip_eps", 0.2),
+        kl_coef=opts.get("kl_coef", 0.01),
+        max_grad_norm=opts.get("max_grad_norm", 1.0),
+        threads=opts.get("threads"),
+        seed=request.seed,
+        resume=request.resume,
+        cache_entries=opts.get("cache_entries", 50_000),
+        batch=opts.get("batch", 16),
+    )
+    return train_grpo_mr_head(cfg, progress=request.progress)
