@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import sys
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,7 @@ Z_999 = 3.2905  # two-sided 99.9 % normal quantile
 def _recipes():
     spec = importlib.util.spec_from_file_location("build_models", ROOT / "scripts/build_models.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
