@@ -17,6 +17,7 @@ Imports nothing heavy itself: :func:`ship_adapter` calls
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import time
@@ -105,6 +106,17 @@ def base_model_sha256(name: str) -> str:
     return file_sha256(_gguf_for_entry(name, models[name]))
 
 
+def _shard_commit(path: str | Path) -> str | None:
+    """The commit a ``smcplan train collect`` shard records in its header line, else None."""
+    with open(path, encoding="utf-8") as handle:
+        first = handle.readline()
+    try:
+        header = json.loads(first)
+    except json.JSONDecodeError:
+        return None
+    return header.get("commit") if isinstance(header, dict) else None
+
+
 def _relative(path: str | Path, root: str | Path) -> str:
     try:
         return str(Path(path).resolve().relative_to(Path(root).resolve()))
@@ -130,7 +142,9 @@ def write_manifest(
     return it.  ``data``: the files the commands read (each recorded with its sha256 and size,
     its path relative to ``root`` where it lies below it); ``metrics``: held-out measurements,
     each with its ``n`` and interval; ``seconds``: the wall time of each command; ``root``:
-    the repository (its commit is recorded)."""
+    the repository: ``commit`` is the commit the artifact was shipped from (``+dirty`` with
+    uncommitted changes); each data file that is a collect shard adds the commit its header
+    recorded (``collected_at_commit``)."""
     folder = Path(dest)
     files = {
         p.name: {"bytes": p.stat().st_size, "sha256": file_sha256(p)}
@@ -145,7 +159,12 @@ def write_manifest(
         "commands": list(commands),
         "seconds": dict(seconds or {}),
         "data": [
-            {"path": _relative(p, root), "bytes": Path(p).stat().st_size, "sha256": file_sha256(p)}
+            {
+                "path": _relative(p, root),
+                "bytes": Path(p).stat().st_size,
+                "sha256": file_sha256(p),
+                "collected_at_commit": _shard_commit(p),
+            }
             for p in data
         ],
         "commit": git_commit(root),
