@@ -120,3 +120,29 @@ def test_the_shipped_critic_head_says_it_was_fitted_with_map_notes():
     folder = resolve_artifact("twx-coin-critic-head")
     assert load_manifest(folder)["settings"]["map_notes"] is True
     assert trained_with_notes(str(folder)) is True
+
+
+@pytest.mark.parametrize(
+    "args, argument",
+    [
+        (["--agent", "nesyfs", "--agent-arg", "world_model=learned",
+          "--agent-arg", "world_model_path=twx-coin-wm"], "world_model_path"),
+        (["--agent", "rlaw", "--agent-arg", "critic_path=twx-coin-critic"], "critic_path"),
+    ],
+)
+def test_a_misspelt_artifact_name_is_one_line_exit_2_listing_the_shipped_ones(
+    tmp_path, capsys, args, argument
+):
+    from smcplan.cli import main
+    from smcplan.llm.testing import tiny_model_path
+
+    out = tmp_path / "run"
+    rc = main(
+        ["eval", "--env", "toy:household", "--seeds", "0", "--max-steps", "1", "--out", str(out),
+         "--model", str(tiny_model_path()), "--no-progress", *args]
+    )
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1, err
+    assert f"{argument}='twx-coin-" in err and "known artifacts: " + ", ".join(
+        artifact_names()
+    ) in err
