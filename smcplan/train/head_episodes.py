@@ -131,23 +131,10 @@ def gold_steps(
     among shard ``transitions``: the state text the head reads, the candidates (the shard's
     admissible list, the gold action added when missing) and the index of the annotated
     (tag, gold action) among them."""
-    from smcplan.train.rlvmr import annotate
+    from smcplan.train.rlvmr import annotated_wins
 
-    by_episode: dict[str, list[dict[str, Any]]] = {}
-    for tr in transitions:
-        by_episode.setdefault(str(tr["episode"]), []).append(tr)
     out = []
-    for episode, rows in by_episode.items():
-        rows = sorted(rows, key=lambda r: r["t"])
-        if not rows or not rows[-1].get("won"):
-            continue
-        actions = [r["action"] for r in rows]
-        annotated = annotate(
-            rows[0]["task"],
-            actions,
-            [r["next_observation"] for r in rows],
-            [float(r.get("score", 0.0) or 0.0) for r in rows],
-        )
+    for episode, rows, annotated in annotated_wins(transitions):
         history: list[tuple[str, str, str]] = []
         for r, (tag, _) in zip(rows, annotated, strict=True):
             if tag not in tags:

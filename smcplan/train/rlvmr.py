@@ -27,7 +27,7 @@ trained adapter plugs into ``smcplan.agents.make("rlvmr", lm=load_model(adapter=
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +40,7 @@ from smcplan.train.data import subsample_and_save, write_sft_manifest
 if TYPE_CHECKING:
     from smcplan.llm import LanguageModel
 
-__all__ = ["annotate", "cold_start_examples", "train_cold_start", "run"]
+__all__ = ["annotate", "annotated_wins", "cold_start_examples", "train_cold_start", "run"]
 
 
 def _goal(task: str) -> str:
@@ -123,27 +123,36 @@ class _Replay(RLVMRAgent):
         return Decision(action, content, tag)
 
 
+def annotated_wins(
+    transitions: Iterable[dict[str, Any]],
+) -> Iterator[tuple[str, list[dict[str, Any]], list[tuple[str, str]]]]:
+    """``(episode, rows, tags)`` for every *won* episode among shard ``transitions``: its
+    steps in order and the :func:`annotate` tag of each (what every cold start learns from)."""
+    by_episode: dict[str, list[dict[str, Any]]] = {}
+    for tr in transitions:
+        by_episode.setdefault(str(tr["episode"]), []).append(tr)
+    for episode, rows in by_episode.items():
+        rows = sorted(rows, key=lambda r: r["t"])
+        if not rows or not rows[-1].get("won"):
+            continue
+        tags = annotate(
+            rows[0]["task"],
+            [r["action"] for r in rows],
+            [r["next_observation"] for r in rows],
+            [float(r.get("score", 0.0) or 0.0) for r in rows],
+        )
+        yield episode, rows, tags
+
+
 def cold_start_examples(
     transitions: Iterable[dict[str, Any]], lm: LanguageModel
 ) -> list[dict[str, Any]]:
     """SFT examples ``{"prompt", "completion", "tag", "episode", "t"}`` from the *won* episodes
     among shard ``transitions`` (:func:`annotate`, prompts replayed through the agent on ``lm``,
     whose tokenizer and window size the agent's context budget uses)."""
-    by_episode: dict[str, list[dict[str, Any]]] = {}
-    for tr in transitions:
-        by_episode.setdefault(tr["episode"], []).append(tr)
     out: list[dict[str, Any]] = []
-    for episode, rows in by_episode.items():
-        rows = sorted(rows, key=lambda r: r["t"])
-        if not rows or not rows[-1].get("won"):
-            continue
+    for episode, rows, tags in annotated_wins(transitions):
         actions = [r["action"] for r in rows]
-        tags = annotate(
-            rows[0]["task"],
-            actions,
-            [r["next_observation"] for r in rows],
-            [float(r.get("score", 0.0) or 0.0) for r in rows],
-        )
         agent = _Replay(lm, [(g, z, a) for (g, z), a in zip(tags, actions, strict=True)])
         agent.reset(rows[0]["task"], rows[0]["observation"], list(rows[0].get("admissible", [])))
         for r in rows:
