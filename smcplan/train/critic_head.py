@@ -273,20 +273,15 @@ def run(request: Any) -> dict[str, Any]:
     ``--batch-size`` and ``--save-steps`` do not apply (the fit is a convex optimum; features
     are cached every 16 examples): giving one is an error."""
     from smcplan.train.options import trainer_options
+    from smcplan.train.registry import refuse_flags
 
     opts = trainer_options("critic-head", request.options)
-    for flag, value in (
-        ("--max-steps", request.max_steps),
-        ("--epochs", request.epochs),
-        ("--lr", request.learning_rate),
-        ("--batch-size", request.batch_size),
-        ("--save-steps", request.save_steps),
-    ):
-        if value is not None:
-            raise InvalidArgumentError(
-                f"{flag}={value}: critic-head fits a logistic head (no optimizer steps); drop "
-                "it, and use --opt C=[...] for the regularisation grid"
-            )
+    refuse_flags(
+        request,
+        ("--max-steps", "--epochs", "--lr", "--batch-size", "--save-steps"),
+        "critic-head fits a logistic head (no optimizer steps); drop it, and use --opt C=[...] "
+        "for the regularisation grid",
+    )
     cs = opts.get("C", DEFAULT_CS)
     cs = [cs] if isinstance(cs, (int, float)) and not isinstance(cs, bool) else cs
     if not isinstance(cs, (list, tuple)):

@@ -346,18 +346,15 @@ def run(request: Any) -> dict[str, Any]:
     ``max_grad_norm``, ``l2``, ``recent``, ``layers`` (list), ``threads``, ``batch``,
     ``cache_entries``.  ``--max-steps``, ``--batch-size`` and ``--save-steps`` do not apply."""
     from smcplan.train.options import trainer_options
+    from smcplan.train.registry import refuse_flags
 
     opts = trainer_options("grpo-mr-head", request.options)
-    for flag, value in (
-        ("--max-steps", request.max_steps),
-        ("--batch-size", request.batch_size),
-        ("--save-steps", request.save_steps),
-    ):
-        if value is not None:
-            raise InvalidArgumentError(
-                f"{flag}={value}: grpo-mr-head checkpoints every iteration and updates on the "
-                "whole iteration; drop it (--opt iterations=N sets the length of the run)"
-            )
+    refuse_flags(
+        request,
+        ("--max-steps", "--batch-size", "--save-steps"),
+        "grpo-mr-head checkpoints every iteration and updates on the whole iteration; drop it "
+        "(--opt iterations=N sets the length of the run)",
+    )
     epochs = request.epochs or 10
     if epochs != int(epochs):
         raise InvalidArgumentError(

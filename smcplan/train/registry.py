@@ -17,7 +17,14 @@ from typing import Any
 
 from smcplan.errors import SmcplanError, UnknownNameError
 
-__all__ = ["TRAINERS", "TrainRequest", "TrainerUnavailable", "trainer", "trainer_names"]
+__all__ = [
+    "TRAINERS",
+    "TrainRequest",
+    "TrainerUnavailable",
+    "refuse_flags",
+    "trainer",
+    "trainer_names",
+]
 
 TRAINERS: dict[str, str] = {
     "world-model": "smcplan.train.world_model:run",
@@ -51,6 +58,27 @@ class TrainRequest:
     save_steps: int | None = None
     progress: bool = True
     options: dict[str, Any] = field(default_factory=dict)
+
+
+#: the shared ``smcplan train`` flags a trainer may not use, by their ``TrainRequest`` field
+FLAG_FIELDS = {
+    "--max-steps": "max_steps",
+    "--epochs": "epochs",
+    "--lr": "learning_rate",
+    "--batch-size": "batch_size",
+    "--save-steps": "save_steps",
+}
+
+
+def refuse_flags(request: TrainRequest, flags: tuple[str, ...], why: str) -> None:
+    """Raise a typed error naming the first of ``flags`` that ``request`` sets (``why``: what
+    the trainer does instead and the fix)."""
+    from smcplan.errors import InvalidArgumentError
+
+    for flag in flags:
+        value = getattr(request, FLAG_FIELDS[flag])
+        if value is not None:
+            raise InvalidArgumentError(f"{flag}={value}: {why}")
 
 
 def trainer_names() -> list[str]:
