@@ -150,3 +150,22 @@ def test_ctrl_c_stops_a_trainer_with_its_last_checkpoint_kept(tmp_path):
     assert "rerun with --resume" in err.decode()
     assert list((out / "checkpoints").glob("checkpoint-*"))
     assert not (out / "adapter").exists()
+
+
+@pytest.mark.parametrize(
+    "trainer, flag, words",
+    [
+        ("critic-head", "--epochs", "no optimizer steps"),
+        ("critic-head", "--save-steps", "no optimizer steps"),
+        ("grpo-mr-head", "--max-steps", "checkpoints every iteration"),
+    ],
+)
+def test_a_shared_flag_a_trainer_does_not_use_is_one_line_exit_2(
+    tmp_path, capsys, trainer, flag, words
+):
+    shard = tmp_path / "shard.jsonl"
+    shard.write_text("")
+    rc = train_main([trainer, "--data", str(shard), "--out", str(tmp_path / "o"), flag, "3"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and f"{flag}=3" in err and words in err, err
+    assert not (tmp_path / "o").exists()
