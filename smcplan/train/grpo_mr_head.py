@@ -45,13 +45,27 @@ from smcplan.errors import InvalidArgumentError, check_float, check_int
 from smcplan.jsonfile import write_json
 from smcplan.llm.roles.policy_head import PolicyHead
 from smcplan.train.grpo_mr import NORMALIZATIONS, check_alpha, check_group_size
-from smcplan.train.head_episodes import episode_rng, gold_steps, group_batch, play_episode
-from smcplan.train.head_objective import fit_max_likelihood, make_batch, policy_update
+from smcplan.train.head_cold_start import cold_start_head, standardised
+from smcplan.train.head_episodes import (
+    episode_metrics,
+    episode_rng,
+    evaluate_head,
+    group_batch,
+    iteration_seeds,
+    play_episode,
+)
+from smcplan.train.head_objective import make_batch, policy_update
 
-__all__ = ["HeadGRPOConfig", "cold_start_head", "standardised", "train_grpo_mr_head", "run"]
+__all__ = [
+    "HeadGRPOConfig",
+    "cold_start_head",
+    "standardised",
+    "train_grpo_mr_head",
+    "run",
+]
 
 STATE = "state.json"
-_RESUMABLE = ("iterations", "resume")  # config keys a resumed run may change
+_RESUMABLE = ("iterations", "resume", "eval_every")  # config keys a resumed run may change
 
 
 @dataclass(frozen=True)
@@ -63,7 +77,12 @@ class HeadGRPOConfig:
     reference), ``recent`` (steps shown in the state text), ``tags``; GRPO-MR: ``alpha``,
     ``eps``, ``normalize``; the update: ``learning_rate``, ``epochs`` (gradient steps per
     iteration), ``clip_eps``, ``kl_coef``, ``max_grad_norm``; ``threads``, ``seed``,
-    ``resume``, ``cache_entries`` (features kept)."""
+    ``resume``, ``cache_entries`` (features kept).  ``seeds_per_iteration`` (0: all): iteration
+    :math:`k` plays the ``seeds_per_iteration`` seeds that follow those of iteration
+    :math:`k - 1` in ``seeds``, cyclically.  ``eval_seeds`` (of ``eval_split``, default
+    ``split``): the held-out seeds the greedy head (the argmax) plays before training and
+    after every ``eval_every`` iterations and the last one; ``iterations = 0``: the cold start
+    alone, evaluated."""
 
     out: Path
     env: str = "twx:coin"
@@ -73,11 +92,17 @@ class HeadGRPOConfig:
     layers: tuple[int, ...] | None = None
     data: tuple[Path, ...] = ()
     init_head: Path | None = None
-    l2: float = 1e-6
+    l2: float | tuple[float, ...] = 1e-6
+    l2_folds: int = 5
+    feature_cache: Path | None = None
     recent: int = 3
     tags: tuple[str, ...] = TAGS
     group_size: int = 8
     iterations: int = 10
+    seeds_per_iteration: int = 0
+    eval_seeds: tuple[int, ...] = ()
+    eval_split: str | None = None
+    eval_every: int = 1
     max_steps: int = 25
     alpha: float = 0.5
     eps: float = 1e-6
@@ -96,13 +121,20 @@ class HeadGRPOConfig:
     def validated(self) -> HeadGRPOConfig:
         check_group_size(self.group_size)
         check_alpha(self.alpha)
-        check_int(self.iterations, "iterations", minimum=1)
+        check_int(self.iterations, "iterations", minimum=0)
+        check_int(self.seeds_per_iteration, "seeds_per_iteration", minimum=0)
+        check_int(self.eval_every, "eval_every", minimum=1)
         check_int(self.max_steps, "max_steps", minimum=1)
         check_int(self.epochs, "epochs", minimum=1)
         check_int(self.recent, "recent", minimum=0)
         check_int(self.seed, "seed", minimum=0)
-        for name in ("learning_rate", "l2", "clip_eps", "max_grad_norm", "eps"):
+        for name in ("learning_rate", "clip_eps", "max_grad_norm", "eps"):
             check_float(getattr(self, name), name, minimum=0.0, min_inclusive=False)
+        for value in self.l2 if isinstance(self.l2, tuple) else (self.l2,):
+            check_float(value, "l2", minimum=0.0, min_inclusive=False)
+        if isinstance(self.l2, tuple) and not self.l2:
+            raise InvalidArgumentError("l2=[]: give one value or a grid such as [1e-4,1e-2]")
+        check_int(self.l2_folds, "l2_folds", minimum=2)
         check_float(self.kl_coef, "kl_coef", minimum=0.0)
         if self.normalize not in NORMALIZATIONS:
             raise InvalidArgumentError(
@@ -131,41 +163,6 @@ class HeadGRPOConfig:
         return {k: plain(v) for k, v in asdict(self).items()}
 
 
-def cold_start_head(
-    shards: Any, features: Any, tags: Any = TAGS, l2: float = 1e-6, recent: int = 3,
-    layers: Any = (),
-) -> PolicyHead:  # fmt: skip
-    """The cold-start head (module docstring, step 1) fitted on the gold steps of ``shards``."""
-    from smcplan.train.data import read_shard
-
-    transitions = [tr for s in shards for tr in read_shard(s).transitions]
-    steps = gold_steps(transitions, tags, recent)
-    if not steps:
-        raise InvalidArgumentError(
-            f"no won episode in {[str(s) for s in shards]}: the cold start needs successful "
-            "gold episodes (smcplan train collect --source gold)"
-        )
-    phis = [features(s["state"], s["pairs"]) for s in steps]
-    rows = np.concatenate(phis)
-    base = PolicyHead.uniform(rows.shape[1], tags, layers)
-    base = standardised(base, rows, "the gold steps' candidates")
-    batch = make_batch([base.standardise(p) for p in phis], [s["gold"] for s in steps])
-    w, fit = fit_max_likelihood(batch, l2)
-    info = {**fit, "examples": len(steps), "episodes": len({s["episode"] for s in steps}),
-            "l2": l2, "chance": float(np.mean([1.0 / len(s["pairs"]) for s in steps]))}  # fmt: skip
-    return base.with_weight(w, cold_start=info)
-
-
-def standardised(head: PolicyHead, rows: np.ndarray, source: str) -> PolicyHead:
-    """``head`` with :math:`\\mu, \\sigma` the mean and standard deviation of the feature
-    ``rows`` (a column with :math:`\\sigma \\le 10^{-6} \\max \\sigma` keeps 1)."""
-    scale = rows.std(axis=0)
-    scale = np.where(scale > 1e-6 * max(float(scale.max()), 1e-300), scale, 1.0)
-    info = {k: v for k, v in head.info.items() if k != "standardise"}
-    return PolicyHead(head.layers, rows.mean(axis=0), scale, head.weight, head.tags,
-                      {**info, "standardised_on": source})  # fmt: skip
-
-
 def _iteration(
     cfg: HeadGRPOConfig, it: int, env: Any, head: PolicyHead, ref: PolicyHead, features: Any
 ) -> tuple[PolicyHead, PolicyHead, dict[str, Any]]:
@@ -173,7 +170,7 @@ def _iteration(
     iteration 0 when it started uniform) and the iteration's metrics."""
     t0 = time.perf_counter()
     feats, chosen, adv, groups = [], [], [], {}
-    for s in cfg.seeds:
+    for s in iteration_seeds(cfg.seeds, cfg.seeds_per_iteration, it):
         eps = [
             play_episode(env, s, head, features, episode_rng(cfg.seed, it, s, j), cfg.max_steps,
                          cfg.recent)
@@ -198,20 +195,10 @@ def _iteration(
         cfg.max_grad_norm,
     )  # fmt: skip
     every = [e for eps in groups.values() for e in eps]
-    steps = sum(e["steps"] for e in every)
-    tags = [t for e in every for t in e["tags"]]
-    new = [x for e in every for x in e["explore_new"]]
-    repeats = sum(a in e["actions"][:i] for e in every for i, a in enumerate(e["actions"]))
     metrics = {
         "iteration": it,
-        "success_rate": sum(e["won"] for e in every) / len(every),
+        **episode_metrics(every, cfg.tags),
         "won": {str(s): sum(e["won"] for e in eps) for s, eps in groups.items()},
-        "episodes": len(every),
-        "steps": steps,
-        "repeat_rate": repeats / max(1, steps),
-        "tags": {g: tags.count(g) for g in cfg.tags},
-        "explore_new_rate": (sum(new) / len(new)) if new else None,
-        "process_return_mean": float(np.mean([sum(e["rewards"]) for e in every])),
         "advantage_abs_mean": float(np.mean(np.abs(adv))),
         "update": stats,
         "seconds": time.perf_counter() - t0,
@@ -244,7 +231,9 @@ def _start(cfg: HeadGRPOConfig, out: Path, features: Any) -> tuple[PolicyHead, P
     if cfg.init_head is not None:
         ref = PolicyHead.load(cfg.init_head)
     elif cfg.data:
-        ref = cold_start_head(cfg.data, features, cfg.tags, cfg.l2, cfg.recent, layers)
+        ref = cold_start_head(
+            cfg.data, features, cfg.tags, cfg.l2, cfg.recent, layers, cfg.l2_folds
+        )
     else:
         ref = PolicyHead.uniform(int(features.dim), cfg.tags, layers, standardise="pending")
     ref = ref.with_weight(ref.weight, features=getattr(features, "name", None), recent=cfg.recent)
@@ -254,13 +243,20 @@ def _start(cfg: HeadGRPOConfig, out: Path, features: Any) -> tuple[PolicyHead, P
 
 
 def train_grpo_mr_head(
-    config: HeadGRPOConfig, *, env: Any = None, features: Any = None, progress: bool = True
+    config: HeadGRPOConfig,
+    *,
+    env: Any = None,
+    features: Any = None,
+    progress: bool = True,
+    eval_env: Any = None,
 ) -> dict[str, Any]:
     """Run the recipe (module docstring); ``env`` (default ``envs.make(config.env)``) and
     ``features`` (default :class:`~smcplan.llm.roles.policy_head.LMFeatures` on
     ``load_model(config.model)``) may be given.  Writes ``<out>/reference``,
     ``<out>/checkpoints/iter-k``, ``<out>/state.json``, ``<out>/head`` and ``<out>/train.json``
-    (the manifest, returned)."""
+    (the manifest, returned); with ``eval_seeds``, ``<out>/heldout-start.json`` (the starting
+    head on them) and ``heldout`` in the metrics of the iterations evaluated.  ``eval_env``:
+    the env of the held-out seeds (default: ``env`` when ``eval_split`` is unset)."""
     from tqdm.auto import tqdm
 
     from smcplan.interrupts import raise_if_stopped
@@ -279,13 +275,32 @@ def train_grpo_mr_head(
         from smcplan.llm.roles.policy_head import FeatureCache, LMFeatures
 
         lm = load_model(cfg.model, threads=cfg.threads, seed=cfg.seed, prefix_cache=False)
-        features = LMFeatures(lm, cfg.layers, FeatureCache(cfg.cache_entries), cfg.batch)
+        cache = FeatureCache(cfg.cache_entries)
+        if cfg.feature_cache is not None:
+            cache.load(cfg.feature_cache)
+        features = LMFeatures(lm, cfg.layers, cache, cfg.batch)
     t0 = time.perf_counter()
     ref, head, first = _start(cfg, out, features)
+    if first == 0 and getattr(features, "cache", None) is not None:
+        features.cache.save(out / "features.npz")  # the cold start's features, kept
     if own_env:
         from smcplan import envs
 
         env = envs.make(cfg.env, **({"split": cfg.split} if cfg.split else {}))
+    own_eval = bool(cfg.eval_seeds) and eval_env is None and cfg.eval_split not in (None, cfg.split)
+    if own_eval:
+        from smcplan import envs
+
+        eval_env = envs.make(cfg.env, split=cfg.eval_split)
+    elif eval_env is None:
+        eval_env = env
+
+    def heldout(h: PolicyHead) -> dict[str, Any]:
+        return evaluate_head(h, eval_env, cfg.eval_seeds, features, cfg.max_steps, cfg.recent)
+
+    start_file = out / "heldout-start.json"
+    if cfg.eval_seeds and not start_file.is_file():
+        write_json(start_file, heldout(head))
     log = [_read_json(out / "checkpoints" / f"iter-{k:04d}" / "metrics.json") for k in range(first)]
     try:
         for it in tqdm(range(first, cfg.iterations), desc="grpo-mr-head", disable=not progress):
@@ -296,6 +311,8 @@ def train_grpo_mr_head(
             if new_ref is not ref:
                 ref = new_ref
                 ref.save(out / "reference")
+            if cfg.eval_seeds and ((it + 1) % cfg.eval_every == 0 or it + 1 == cfg.iterations):
+                metrics["heldout"] = heldout(head)
             if cache is not None:
                 metrics["feature_cache"] = {
                     "hits": cache.hits - before[0],
@@ -313,6 +330,8 @@ def train_grpo_mr_head(
     finally:
         if own_env:
             env.close()
+        if own_eval:
+            eval_env.close()
     head.save(out / "head")
     manifest = {
         "trainer": "grpo-mr-head",
@@ -322,6 +341,10 @@ def train_grpo_mr_head(
         "iterations": cfg.iterations,
         "steps": sum(m["steps"] for m in log),
         "success_rate": [m["success_rate"] for m in log],
+        "heldout_start": _read_json(start_file) if start_file.is_file() else None,
+        "heldout_success_rate": {
+            m["iteration"] + 1: m["heldout"]["success_rate"] for m in log if "heldout" in m
+        },
         "seconds": time.perf_counter() - t0,
         "config": cfg.as_json(),
         "cold_start": ref.info.get("cold_start"),
@@ -341,9 +364,13 @@ def run(request: Any) -> dict[str, Any]:
     """``smcplan train grpo-mr-head``: the registry entry.  ``--data`` gold shards for the cold
     start (optional), ``--lr`` the step size, ``--epochs`` the gradient steps per iteration,
     ``--resume``, ``--seed``; ``--opt`` keys: ``env``, ``seeds`` (list), ``split``,
-    ``init_head``, ``group_size``, ``iterations``, ``max_episode_steps``, ``alpha``,
+    ``init_head``, ``group_size``, ``iterations`` (0: the cold start alone),
+    ``seeds_per_iteration``, ``eval_seeds`` (list), ``eval_split``, ``eval_every``,
+    ``max_episode_steps``, ``alpha``,
     ``vanilla`` (true: alpha = 1), ``eps``, ``normalize``, ``clip_eps``, ``kl_coef``,
-    ``max_grad_norm``, ``l2``, ``recent``, ``layers`` (list), ``threads``, ``batch``,
+    ``max_grad_norm``, ``l2`` (a list: chosen by cross-validation), ``l2_folds``,
+    ``feature_cache`` (an ``.npz`` of features to start from), ``recent``, ``layers`` (list),
+    ``threads``, ``batch``,
     ``cache_entries``.  ``--max-steps``, ``--batch-size`` and ``--save-steps`` do not apply."""
     from smcplan.train.options import trainer_options
     from smcplan.train.registry import refuse_flags
@@ -369,10 +396,16 @@ def run(request: Any) -> dict[str, Any]:
         layers=tuple(opts["layers"]) if opts.get("layers") else None,
         data=tuple(Path(p) for p in request.data),
         init_head=Path(opts["init_head"]) if opts.get("init_head") else None,
-        l2=opts.get("l2", 1e-6),
+        l2=tuple(opts["l2"]) if isinstance(opts.get("l2"), list) else opts.get("l2", 1e-6),
+        l2_folds=opts.get("l2_folds", 5),
+        feature_cache=Path(opts["feature_cache"]) if opts.get("feature_cache") else None,
         recent=opts.get("recent", 3),
         group_size=opts.get("group_size", 8),
         iterations=opts.get("iterations", 10),
+        seeds_per_iteration=opts.get("seeds_per_iteration", 0),
+        eval_seeds=tuple(opts.get("eval_seeds", [])),
+        eval_split=opts.get("eval_split"),
+        eval_every=opts.get("eval_every", 1),
         max_steps=opts.get("max_episode_steps", 25),
         alpha=1.0 if opts.get("vanilla") else opts.get("alpha", 0.5),
         eps=opts.get("eps", 1e-6),

@@ -23,6 +23,7 @@ index of the gold (tag, action).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -32,7 +33,15 @@ from smcplan.agents.rlvmr_rewards import TAGS, TaggedStep, trajectory_rewards
 from smcplan.errors import InvalidArgumentError
 from smcplan.llm.roles.policy_head import PolicyHead, candidate_pairs, sample_index, state_text
 
-__all__ = ["episode_rng", "play_episode", "group_batch", "gold_steps"]
+__all__ = [
+    "episode_rng",
+    "play_episode",
+    "group_batch",
+    "gold_steps",
+    "iteration_seeds",
+    "episode_metrics",
+    "evaluate_head",
+]
 
 Features = Callable[[str, Sequence[tuple[str, str]]], np.ndarray]
 
@@ -56,13 +65,14 @@ def play_episode(
     """One episode of ``env`` (reset to ``task_seed``) played by ``head`` (module docstring).
 
     Returns ``{"won", "score", "steps", "tags", "actions", "rewards", "features" (one (n_t, d)
-    array per step), "chosen" (the index in each step's candidates), "explore_new"}``."""
+    array per step), "chosen" (the index in each step's candidates), "explore_new", "invalid"
+    (whether the env called each step invalid)}``."""
     obs, info = env.reset(task_seed)
     info = dict(info or {})
     task = str(env.task)
     history: list[tuple[str, str, str]] = []
     tagged: list[TaggedStep] = []
-    feats, chosen = [], []
+    feats, chosen, invalid = [], [], []
     won, score = False, 0.0
     for _ in range(max_steps):
         if tagged:
@@ -76,6 +86,7 @@ def play_episode(
         chosen.append(k)
         obs, _, done, info = env.step(action)
         info = dict(info or {})
+        invalid.append(bool(info.get("invalid")))
         history.append((tag, action, str(obs)))
         tagged.append(TaggedStep(tag, action, True, True))
         won, score = bool(info.get("won", False)), float(info.get("score", 0.0) or 0.0)
@@ -98,6 +109,7 @@ def play_episode(
         "features": feats,
         "chosen": chosen,
         "explore_new": explore_new,
+        "invalid": invalid,
     }
 
 
@@ -156,4 +168,52 @@ def gold_steps(
                 }
             )
             history.append((tag, r["action"], str(r["next_observation"])))
+    return out
+
+
+def iteration_seeds(seeds: Any, per_iteration: int, it: int) -> list[int]:
+    """The task seeds iteration ``it`` plays: all ``seeds`` (``per_iteration`` 0 or at least
+    their number), else the ``per_iteration`` seeds from position ``it * per_iteration`` on,
+    cyclically."""
+    seeds = list(seeds)
+    if per_iteration <= 0 or per_iteration >= len(seeds):
+        return seeds
+    return [seeds[(it * per_iteration + j) % len(seeds)] for j in range(per_iteration)]
+
+
+def episode_metrics(episodes: Any, tags: Any) -> dict[str, Any]:
+    """Success rate, steps, repetition and invalid actions per step, the tag counts, the rate
+    of explore steps on a new action and the mean process return of ``episodes``."""
+    steps = sum(e["steps"] for e in episodes)
+    chosen_tags = [t for e in episodes for t in e["tags"]]
+    new = [x for e in episodes for x in e["explore_new"]]
+    repeats = sum(a in e["actions"][:i] for e in episodes for i, a in enumerate(e["actions"]))
+    invalid = sum(sum(e.get("invalid", ())) for e in episodes)
+    return {
+        "success_rate": sum(e["won"] for e in episodes) / max(1, len(episodes)),
+        "episodes": len(episodes),
+        "steps": steps,
+        "repeat_rate": repeats / max(1, steps),
+        "invalid_rate": invalid / max(1, steps),
+        "tags": {g: chosen_tags.count(g) for g in tags},
+        "explore_new_rate": (sum(new) / len(new)) if new else None,
+        "process_return_mean": float(np.mean([sum(e["rewards"]) for e in episodes]))
+        if episodes
+        else 0.0,
+    }
+
+
+def evaluate_head(
+    head: PolicyHead, env: Any, seeds: Any, features: Any, max_steps: int, recent: int
+) -> dict[str, Any]:
+    """The greedy head (the argmax candidate at every step) on each of ``seeds``: the metrics
+    of :func:`episode_metrics` and ``won`` per seed (a pure function of the head: no draw)."""
+    t0 = time.perf_counter()
+    rng = np.random.default_rng(0)  # unused at temperature 0
+    eps = {int(s): play_episode(env, s, head, features, rng, max_steps, recent, 0.0)
+           for s in seeds}  # fmt: skip
+    out = episode_metrics(list(eps.values()), head.tags)
+    out["won"] = {str(s): bool(e["won"]) for s, e in eps.items()}
+    out["actions"] = {str(s): e["actions"] for s, e in eps.items()}
+    out["seconds"] = time.perf_counter() - t0
     return out

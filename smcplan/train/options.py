@@ -91,7 +91,11 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         "split": text,
         "init_head": text,
         "group_size": integer(None),  # checked (with the fix) by check_group_size
-        "iterations": integer(1),
+        "iterations": integer(0),
+        "seeds_per_iteration": integer(0),
+        "eval_seeds": int_list(0, MAX_SEED),
+        "eval_split": text,
+        "eval_every": integer(1),
         "max_episode_steps": integer(1),
         "alpha": real(),  # checked (with the fix) by check_alpha
         "vanilla": boolean,
@@ -100,7 +104,9 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         "clip_eps": real(0.0, min_inclusive=False),
         "kl_coef": real(0.0),
         "max_grad_norm": real(0.0, min_inclusive=False),
-        "l2": real(0.0, min_inclusive=False),
+        "l2": real_or_list(0.0, min_inclusive=False),
+        "l2_folds": integer(2),
+        "feature_cache": text,
         "recent": integer(0),
         "layers": int_list(None),
         "threads": integer(1),

@@ -436,3 +436,67 @@ def test_the_cold_start_fits_the_tagged_gold_steps_and_the_agent_plays_them(tiny
     assert info["won"] and tags == ["planning", "monitor", "monitor"]  # the gold steps, argmax
     assert agent.episode_return == 1.0  # planning on a success 1, monitor 0
     assert ref.info["cold_start"]["examples"] == 6
+
+
+# ------------------------------------------------------------------ held-out curves
+
+
+def test_iteration_seeds_rotate_through_the_seed_list():
+    from smcplan.train.head_episodes import iteration_seeds
+
+    seeds = (10, 11, 12, 13, 14)
+    assert iteration_seeds(seeds, 0, 7) == list(seeds)  # 0: all of them, every iteration
+    assert iteration_seeds(seeds, 9, 3) == list(seeds)
+    assert [iteration_seeds(seeds, 2, k) for k in range(4)] == [
+        [10, 11], [12, 13], [14, 10], [11, 12]
+    ]  # fmt: skip
+
+
+def test_episode_metrics_count_repeats_invalid_steps_and_tags():
+    from smcplan.train.head_episodes import episode_metrics
+
+    eps = [
+        {"won": True, "steps": 3, "tags": ["planning", "explore", "explore"],
+         "actions": ["a", "b", "a"], "rewards": [1.0, 0.5, 0.0], "explore_new": [True, False],
+         "invalid": [False, True, False]},
+        {"won": False, "steps": 1, "tags": ["monitor"], "actions": ["c"], "rewards": [-0.5],
+         "explore_new": [], "invalid": [True]},
+    ]  # fmt: skip
+    m = episode_metrics(eps, ("planning", "explore", "reflection", "monitor"))
+    assert m["success_rate"] == 0.5 and m["steps"] == 4 and m["episodes"] == 2
+    assert m["repeat_rate"] == 1 / 4 and m["invalid_rate"] == 2 / 4
+    assert m["tags"] == {"planning": 1, "explore": 2, "reflection": 0, "monitor": 1}
+    assert m["explore_new_rate"] == 0.5 and m["process_return_mean"] == (1.5 - 0.5) / 2
+
+
+def test_the_held_out_curve_is_the_greedy_head_before_and_after_training(tmp_path):
+    from smcplan.train.head_episodes import evaluate_head
+
+    features, env, held = ToyFeatures(), Corridor(), (5, 6, 7)
+    run = train_grpo_mr_head(
+        _config(tmp_path, alpha=0.5, iterations=4, seeds_per_iteration=1, eval_seeds=held,
+                eval_every=2),
+        env=env, features=features, progress=False,
+    )  # fmt: skip
+    assert [m["won"].keys() for m in run["log"]] == [{"0"}, {"1"}, {"0"}, {"1"}]
+    assert [("heldout" in m) for m in run["log"]] == [False, True, False, True]
+    assert set(run["heldout_success_rate"]) == {2, 4}
+    again = evaluate_head(PolicyHead.load(run["weights"]), env, held, features, HORIZON, 3)
+    last = run["log"][-1]["heldout"]
+    assert {k: last[k] for k in ("won", "actions", "steps")} == {
+        k: again[k] for k in ("won", "actions", "steps")
+    }
+    start = json.loads((tmp_path / "heldout-start.json").read_text())
+    ref = evaluate_head(PolicyHead.load(tmp_path / "reference"), env, held, features, HORIZON, 3)
+    assert start["won"] == ref["won"] and start["actions"] == ref["actions"]
+
+
+def test_zero_iterations_is_the_cold_start_alone_evaluated(tiny_lm, tmp_path):
+    shard = _gold_shard(tmp_path / "gold.jsonl")
+    run = train_grpo_mr_head(
+        _config(tmp_path / "run", data=(shard,), iterations=0, eval_seeds=(3,)),
+        env=Corridor(), features=LMFeatures(tiny_lm, (-1, 1)), progress=False,
+    )  # fmt: skip
+    head, ref = PolicyHead.load(run["weights"]), PolicyHead.load(tmp_path / "run" / "reference")
+    assert run["log"] == [] and np.array_equal(head.weight, ref.weight)
+    assert run["heldout_start"]["episodes"] == 1 and run["heldout_start"]["won"] == {"3": True}
