@@ -49,6 +49,8 @@ QUICK: dict[str, list[str]] = {
     "profile_step": ["--agents", "react", "--steps", "1", "--top", "10"],
     # tiny random-weight model: smcplan's train_sft against plain TRL (~30 s on 2 cores)
     "train_throughput": ["--model", "tiny", "--examples", "32", "--steps", "8"],
+    # tiny random-weight model: one GRPO-MR iteration, LoRA against the policy head (~30 s)
+    "grpo_iteration": ["--model", "tiny", "--group-size", "2", "--max-steps", "5"],
     # need smcplan[scale] (Ray; llama-cpp-python's server)
     "ray_workers": ["--episodes", "2", "--max-steps", "3", "--model", "tiny"],
     "remote_step": ["--steps", "1"],

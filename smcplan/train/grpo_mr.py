@@ -27,7 +27,9 @@ vanilla GRPO (the ablation: outcome only, the process rewards ignored).
 The loop (:func:`train_grpo_mr`): for each iteration and task seed, play :math:`G` episodes with
 the RLVMR agent on the current policy (tags and actions sampled at temperature 1), compute the
 advantages, and update the LoRA policy with the clipped, KL-regularised objective of
-:mod:`smcplan.llm.finetune.grpo` (reference: the cold-start adapter).
+:mod:`smcplan.llm.finetune.grpo` (reference: the cold-start adapter).  The rollouts of one group
+are :func:`_play_group`, its update :func:`_update_group` (``bench/grpo_iteration.py`` times
+the two apart).
 """
 
 from __future__ import annotations
@@ -241,21 +243,14 @@ def _play_group(env: Any, lm: LanguageModel, seed: int, cfg: GRPOMRConfig, it: i
     return out
 
 
-def train_grpo_mr(config: GRPOMRConfig, progress: bool = True) -> dict[str, Any]:
-    """Run GRPO-MR (module docstring); writes ``<out>/adapter``, ``<out>/log.jsonl`` (one line
-    per iteration and seed: wins, mean return, advantages, update stats) and
-    ``<out>/train.json``."""
-    from tqdm import tqdm
-
-    from smcplan import envs
-    from smcplan.llm import load_model
+def _policy(lm: LanguageModel, cfg: GRPOMRConfig) -> Any:
+    """The run's trainable LoRA policy on ``lm``
+    (:class:`~smcplan.llm.finetune.grpo.PolicyOptimizer`): ``cfg.adapter`` trained, and loaded
+    a second time frozen as the KL reference (``None``: a fresh LoRA, the base model the
+    reference), with the update settings of ``cfg``."""
     from smcplan.llm.finetune.grpo import PolicyOptimizer, PolicySettings
 
-    cfg = config.validated()
-    out = Path(cfg.out)
-    out.mkdir(parents=True, exist_ok=True)
-    lm = load_model(cfg.model, threads=cfg.threads, seed=cfg.seed)  # cache cleared per update
-    policy = PolicyOptimizer(
+    return PolicyOptimizer(
         lm,
         cfg.adapter,
         PolicySettings(
@@ -267,24 +262,48 @@ def train_grpo_mr(config: GRPOMRConfig, progress: bool = True) -> dict[str, Any]
             seed=cfg.seed,
         ),
     )
+
+
+def _update_group(policy: Any, group: list[dict], cfg: GRPOMRConfig) -> tuple[list[float], Any]:
+    r"""The update on one played group (:func:`_play_group`): :math:`A_{i,t}`
+    (:func:`grpo_mr_advantages` with ``cfg``'s ``alpha``, ``eps``, ``normalize``), flattened
+    trajectory-major, then ``policy.update`` on every step's (prompt, answer) with its
+    advantage.  Returns the flat advantages and the update's statistics."""
+    adv = grpo_mr_advantages(
+        [float(g["won"]) for g in group],
+        [g["rewards"] for g in group],
+        [g["tags"] for g in group],
+        cfg.alpha,
+        cfg.eps,
+        cfg.normalize,
+    )
+    prompts = [p for g in group for p in g["prompts"]]
+    answers = [r for g in group for r in g["responses"]]
+    flat = [a for row in adv for a in row]
+    return flat, policy.update(prompts, answers, flat)
+
+
+def train_grpo_mr(config: GRPOMRConfig, progress: bool = True) -> dict[str, Any]:
+    """Run GRPO-MR (module docstring); writes ``<out>/adapter``, ``<out>/log.jsonl`` (one line
+    per iteration and seed: wins, mean return, advantages, update stats) and
+    ``<out>/train.json``."""
+    from tqdm import tqdm
+
+    from smcplan import envs
+    from smcplan.llm import load_model
+
+    cfg = config.validated()
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    lm = load_model(cfg.model, threads=cfg.threads, seed=cfg.seed)  # cache cleared per update
+    policy = _policy(lm, cfg)
     env = envs.make(cfg.env, **({"split": cfg.split} if cfg.split else {}))
     t0, log = time.perf_counter(), []
     try:
         jobs = [(it, s) for it in range(cfg.iterations) for s in cfg.seeds]
         for it, seed in tqdm(jobs, desc="grpo-mr", disable=not progress):
             group = _play_group(env, lm, seed, cfg, it)
-            adv = grpo_mr_advantages(
-                [float(g["won"]) for g in group],
-                [g["rewards"] for g in group],
-                [g["tags"] for g in group],
-                cfg.alpha,
-                cfg.eps,
-                cfg.normalize,
-            )
-            prompts = [p for g in group for p in g["prompts"]]
-            answers = [r for g in group for r in g["responses"]]
-            flat = [a for row in adv for a in row]
-            stats = policy.update(prompts, answers, flat)
+            flat, stats = _update_group(policy, group, cfg)
             actions = [a for g in group for a in g["actions"]]
             repeats = sum(a in g["actions"][:k] for g in group for k, a in enumerate(g["actions"]))
             line = {

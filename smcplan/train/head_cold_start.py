@@ -103,7 +103,7 @@ def cold_start_head(
 ) -> PolicyHead:  # fmt: skip
     """The cold-start head (module docstring, step 1) fitted on the gold steps of ``shards``;
     ``l2`` a grid of several values: the one of least held-out NLL, ``folds``-fold over
-    episodes (:func:`smcplan.train.head_cv.cross_validate_l2`), its table in ``info``."""
+    episodes (:func:`smcplan.train.head_cold_start.cross_validate_l2`), its table in ``info``."""
     from smcplan.train.data import read_shard
 
     transitions = [tr for s in shards for tr in read_shard(s).transitions]

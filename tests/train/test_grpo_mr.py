@@ -135,6 +135,29 @@ def test_mismatched_groups_and_bad_configs_are_refused(tmp_path):
         GRPOMRConfig(out=tmp_path, iterations=0.5).validated()
 
 
+def test_update_group_updates_every_step_with_its_advantage_in_trajectory_order(tmp_path):
+    from smcplan.train.grpo_mr import _update_group
+
+    class Recorder:  # stands in for PolicyOptimizer: records what the update receives
+        def update(self, prompts, answers, advantages):
+            self.args = (prompts, answers, advantages)
+            return "stats"
+
+    group = [
+        {"won": True, "prompts": ["p00", "p01"], "responses": ["a00", "a01"],
+         "tags": ["planning", "explore"], "rewards": [0.5, 0.0]},
+        {"won": False, "prompts": ["p10"], "responses": ["a10"], "tags": [None],
+         "rewards": [-0.1]},
+    ]  # fmt: skip
+    cfg = GRPOMRConfig(out=tmp_path, alpha=0.3, normalize="mean")
+    policy = Recorder()
+    flat, stats = _update_group(policy, group, cfg)
+    want = grpo_mr_advantages([1.0, 0.0], [[0.5, 0.0], [-0.1]],
+                              [["planning", "explore"], [None]], 0.3, cfg.eps, "mean")  # fmt: skip
+    assert flat == [*want[0], *want[1]] and stats == "stats"
+    assert policy.args == (["p00", "p01", "p10"], ["a00", "a01", "a10"], flat)
+
+
 def test_clipped_kl_loss_by_hand():
     torch = pytest.importorskip("torch")
     from smcplan.llm.finetune.grpo import clipped_kl_loss
