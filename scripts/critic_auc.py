@@ -65,7 +65,7 @@ def _maps(transitions: list) -> dict:
 
 
 def _walks_back(m, action: str) -> bool:
-    from smcplan.planning.places import known_exit
+    from smcplan.games.twx import known_exit
 
     a = str(action).strip().lower()
     return a.startswith(("move ", "open door to ")) and known_exit(m, m.place, a) in m.visited

@@ -29,6 +29,7 @@ MODULES = [
     "smcplan.smc",
     "smcplan.pomdp",
     "smcplan.planning",
+    "smcplan.games",
     "smcplan.memory",
     "smcplan.llm",
     "smcplan.envs",

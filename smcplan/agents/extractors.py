@@ -16,7 +16,12 @@ G_{t+1} = Update(G_t, o_t, a_t) and the planner's per-particle KG updates use th
 LLM triplets whose subject, relation or object is empty after normalisation ("the") are dropped
 (and counted), never passed to the graph.
 
-Imports ``smcplan.memory`` and (lazily) ``smcplan.llm``; never ``smcplan.eval`` / ``smcplan.cli``.
+The rule set an episode reads with (pinned or detected, :attr:`Extractor.rule_set`) also names
+the game's home (:attr:`Extractor.rules`, :func:`smcplan.games.rules_for`), resolved once per
+episode; :func:`game_rules` is what agents hand to the planner and the twists.
+
+Imports ``smcplan.memory``, ``smcplan.games`` and (lazily) ``smcplan.llm``; never
+``smcplan.eval`` / ``smcplan.cli``.
 """
 
 from __future__ import annotations
@@ -24,12 +29,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from smcplan.games import GameRules, rules_for
 from smcplan.memory import Extraction, Triplet, detect_env_kind, extract_triplets
 
 if TYPE_CHECKING:
     from smcplan.llm import LanguageModel
 
-__all__ = ["Extractor", "EXTRACTORS", "clean_triplets"]
+__all__ = ["Extractor", "EXTRACTORS", "clean_triplets", "game_rules"]
 
 EXTRACTORS = ("rule", "llm", "auto")
 
@@ -89,6 +95,17 @@ class Extractor:
         return self.active
 
     @property
+    def rule_set(self) -> str:
+        """The rule set the episode reads with: ``env_kind`` if pinned, else the one
+        :meth:`start` detected from the first observation, else ``"auto"``."""
+        return self._rules
+
+    @property
+    def rules(self) -> GameRules:
+        """The game's home for :attr:`rule_set` (:func:`smcplan.games.rules_for`)."""
+        return rules_for(self._rules)
+
+    @property
     def llm(self) -> Any:
         if self._llm is None:
             if self.lm is None:
@@ -122,3 +139,14 @@ class Extractor:
             self.dropped += dropped
             out.append(Extraction(tuple(dict.fromkeys(good))))
         return out
+
+
+def game_rules(extractor: Any = None) -> GameRules:
+    """The game's home an agent hands to the planner: ``extractor.rules`` for an
+    :class:`Extractor` (resolved at :meth:`Extractor.start`), the home of another extractor's
+    ``rule_set`` string, else the ``auto`` home (every text game's rules, as the planner reads an
+    episode of unknown format)."""
+    if isinstance(extractor, Extractor):
+        return extractor.rules
+    rule_set = getattr(extractor, "rule_set", None)
+    return rules_for(rule_set if isinstance(rule_set, str) else "auto")

@@ -30,7 +30,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from smcplan.errors import InvalidArgumentError
-from smcplan.planning.places import DOOR_ACTION, PlaceMap, known_exit, read_step
+from smcplan.games import GameRules
+from smcplan.games.twx import DOOR_ACTION, known_exit
+from smcplan.planning.places import PlaceMap, read_step
 
 __all__ = ["action_note", "MapNotes", "episode_maps"]
 
@@ -84,7 +86,7 @@ class MapNotes:
     """The place map of one episode, read from its real observations, and the notes of
     :func:`action_note` on it (module docstring)."""
 
-    def __init__(self, env_kind: str = "auto") -> None:
+    def __init__(self, env_kind: GameRules | str = "auto") -> None:
         self.env_kind = env_kind
         self.map = PlaceMap()
         self.steps = 0
@@ -105,7 +107,7 @@ class MapNotes:
 
 
 def episode_maps(
-    transitions: Iterable[Mapping[str, Any]], env_kind: str = "auto"
+    transitions: Iterable[Mapping[str, Any]], env_kind: GameRules | str = "auto"
 ) -> dict[tuple[str, int], PlaceMap]:
     """The place map before each step of shard ``transitions`` (``{"episode", "t",
     "observation", "action", "next_observation"}``), ``{(episode, t): PlaceMap}``, each read from

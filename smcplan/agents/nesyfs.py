@@ -53,14 +53,18 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from smcplan.agents.beliefs import KGBelief
 from smcplan.agents.context import Context
+from smcplan.agents.extractors import game_rules
 from smcplan.agents.llm_agent import Candidate, Decision, Judgement, LLMAgent
 from smcplan.agents.loop_guard import LoopGuard, PlanFollower, place_key
 from smcplan.agents.record import StepRecord
 from smcplan.agents.settings import resolve_settings
 from smcplan.agents.slow_thinking import (
+    PLAN_SKIPS,
+    SLOW_THINKING,
     SlowThinker,
     first_action_line,
     imagined_lines,
+    slow_thinking_mode,
     summarize,
 )
 from smcplan.errors import UnknownNameError
@@ -74,24 +78,6 @@ if TYPE_CHECKING:
     from smcplan.llm import LanguageModel
 
 __all__ = ["NeSyFSAgent", "SLOW_THINKING", "PLAN_SKIPS"]
-
-#: When the planner runs (module docstring).
-SLOW_THINKING = ("after_rejections", "always", "never")
-#: What the slow thinker may not choose (class docstring, ``plan_skips``).
-PLAN_SKIPS = ("loops", "rejected", "none")
-
-
-def slow_thinking_mode(value: Any) -> str:
-    """``True`` -> ``"after_rejections"``, ``False`` -> ``"never"``; a name is checked."""
-    if value is True:
-        return "after_rejections"
-    if value is False:
-        return "never"
-    if value not in SLOW_THINKING:
-        raise ValueError(
-            f"unknown slow_thinking {value!r}; known: {', '.join(SLOW_THINKING)} (or True/False)"
-        )
-    return str(value)
 
 
 class NeSyFSAgent(LLMAgent):
@@ -296,8 +282,8 @@ class NeSyFSAgent(LLMAgent):
 
     def _observe(self, observation: str, action: str | None, info: dict[str, Any]) -> None:
         """Add the real observation to what the episode has seen (novelty / rlvmr twists)."""
-        env_kind = getattr(getattr(self.belief, "extractor", None), "_rules", None) or "auto"
-        self._seen = self._seen.after(observation, action, info, env_kind)
+        rules = game_rules(getattr(self.belief, "extractor", None))
+        self._seen = self._seen.after(observation, action, info, rules)
 
     # ------------------------------------------------------------------ the step
     def decide(

@@ -50,8 +50,8 @@ the critic scores every admissible action not proposed this step (thought slot `
 executed (``executed="critic"`` when it is one the actor did not propose; the first among
 equals). The paper's fallback (``"best"``) executes the best-scored proposal.
 
-Imports the agents' shared parts and, lazily, ``smcplan.llm``; never ``smcplan.eval`` /
-``smcplan.cli``.
+The actors and the return live in :mod:`smcplan.agents.rlaw_actors`.  Imports the agents'
+shared parts and, lazily, ``smcplan.llm``; never ``smcplan.eval`` / ``smcplan.cli``.
 """
 
 from __future__ import annotations
@@ -61,11 +61,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from smcplan.agents.beliefs import KGBelief
+from smcplan.agents.extractors import game_rules
 from smcplan.agents.llm_agent import Candidate, Decision, Judgement, LLMAgent
 from smcplan.agents.map_notes import MapNotes
-from smcplan.agents.matching import match_admissible
 from smcplan.agents.record import StepRecord
-from smcplan.llm.fields import JSON_TEXT, field_text, regex
+from smcplan.agents.rlaw_actors import JSONActor, ScoredActor, discounted_return
 
 if TYPE_CHECKING:
     from smcplan.llm import LanguageModel
@@ -74,155 +74,6 @@ __all__ = ["RLAWAgent", "JSONActor", "ScoredActor", "discounted_return"]
 
 DECODINGS = ("json", "scored")
 FALLBACKS = ("best", "critic")
-
-
-def discounted_return(
-    r_env: list[float], r_critique: list[float], gamma: float = 0.95, lam: float = 0.5
-) -> float:
-    r""":math:`\sum_t \gamma^t (R^{\mathrm{env}}_t + \lambda R^{\mathrm{crit}}_t)` (module
-    docstring)."""
-    if len(r_env) != len(r_critique):
-        raise ValueError(f"got {len(r_env)} env rewards but {len(r_critique)} critique rewards")
-    return float(sum(gamma**t * (e + lam * c) for t, (e, c) in enumerate(zip(r_env, r_critique))))
-
-
-class JSONActor:
-    """The RLAW actor with free JSON decoding (module docstring, step 2).
-
-    ``actor(task, context, admissible, critique, seed) -> Candidate``: one sample of the
-    ``rlaw_actor`` role's answer ``{"thought": z, "action": b}`` at ``temperature``/``top_p``,
-    both strings escape-free (:data:`~smcplan.llm.fields.JSON_TEXT`) within
-    ``thought_tokens + action_tokens`` new tokens; its action mapped onto ``admissible``. An answer
-    cut by the budget keeps what it has (``cut`` is recorded; a missing action is mapped by
-    log-probability). The candidate's ``logq``/``logp`` are those of the whole JSON answer.
-    With ``free=True`` the action is written under the command ``verbs`` given to the call and
-    not mapped (:mod:`smcplan.llm.roles.free_action`).
-    """
-
-    SEP = '", "action": "'
-
-    def __init__(
-        self,
-        lm: LanguageModel,
-        temperature: float = 0.2,
-        top_p: float = 0.9,
-        thought_tokens: int = 64,
-        action_tokens: int = 24,
-        free: bool = False,
-    ) -> None:
-        from smcplan.llm.templates import load_role
-
-        if thought_tokens < 1 or action_tokens < 1:
-            raise ValueError(
-                f"need thought_tokens, action_tokens >= 1; got {thought_tokens}, {action_tokens}"
-            )
-        self.lm = lm
-        self.assets = load_role("rlaw_actor")
-        self.temperature = float(temperature)
-        self.top_p = float(top_p)
-        self.regex = JSON_TEXT + self.SEP + JSON_TEXT + r'"\}'
-        self.max_new_tokens = int(thought_tokens) + int(action_tokens) + len(self.SEP) + 3
-        self.free, self.action_tokens = bool(free), int(action_tokens)
-
-    def __call__(
-        self,
-        task: str,
-        context: str,
-        admissible: list[str],
-        critique: str | None = None,
-        seed: int | None = None,
-        verbs: list[str] | None = None,
-    ) -> Candidate:
-        from smcplan.llm.roles.free_action import action_regex
-        from smcplan.llm.roles.proposal import choose
-
-        prompt = self.assets.messages(
-            task=task, context=context, admissible=admissible, critique=critique
-        )
-        pattern = self.regex
-        if self.free:
-            pattern = JSON_TEXT + self.SEP + action_regex(verbs, '"}')
-        ((sample,),) = self.lm.sample(
-            [prompt],
-            regex(pattern),
-            temperature=self.temperature,
-            top_p=self.top_p,
-            max_new_tokens=self.max_new_tokens,
-            seed=seed,
-            assistant_prefix=self.assets.prefix(thought=None),  # '{"thought": "'
-        )
-        body = field_text(sample.text, sample.finished, '"}')
-        thought, sep, rest = body.partition(self.SEP)
-        raw = rest if sep else None
-        logp_action = None
-        if self.free:
-            action, how = (raw.strip(), "written") if raw and raw.strip() else (None, "")
-            if action is None:
-                action, logp_action = self._write_after(prompt, thought, verbs, seed)
-                how = "written_after_cut"
-        else:
-            action, how = match_admissible(raw, admissible)
-        if action is None:
-            ((k, _logq, logp_action, _),) = choose(
-                self.lm,
-                [prompt],
-                [self.assets.prefix(thought=thought)],
-                [admissible],
-                0.0,
-                None if seed is None else seed + 1,
-                self.assets.settings["action_suffix"],
-                escape_json=True,
-            )
-            action, how = admissible[k], "logprob"
-        return Candidate(
-            action,
-            thought.strip(),
-            float(sample.logq),
-            float(sample.logp),
-            "actor",
-            {
-                "raw_action": raw,
-                "mapping": how,
-                "mapped": how == "logprob",
-                "mapped_logp": logp_action,
-                "cut": not sample.finished,
-                **({"admissible": action in admissible} if self.free else {}),
-            },
-        )
-
-    def _write_after(
-        self, prompt: list[dict[str, str]], thought: str, verbs: list[str] | None, seed: int | None
-    ) -> tuple[str, float]:
-        """Free mode, answer cut before its action: the action written after the thought."""
-        from smcplan.llm.roles.free_action import generate_actions
-
-        (w,) = generate_actions(
-            self.lm, [prompt], [self.assets.prefix(thought=thought)], verbs, suffix='"}',
-            temperature=self.temperature, top_p=self.top_p, max_new_tokens=self.action_tokens,
-            seed=None if seed is None else seed + 1,
-        )
-        return w.text, w.logp
-
-
-class ScoredActor:
-    """The RLAW actor by :class:`smcplan.llm.RLAWActor` (``decoding="scored"``): same call."""
-
-    def __init__(self, lm: LanguageModel, temperature: float = 0.2) -> None:
-        from smcplan.llm import RLAWActor
-
-        self.role = RLAWActor(lm, temperature=temperature, thought_temperature=temperature)
-
-    def __call__(
-        self,
-        task: str,
-        context: str,
-        admissible: list[str],
-        critique: str | None = None,
-        seed: int | None = None,
-    ) -> Candidate:
-        (out,) = self.role([task], [context], [admissible], [critique], seed=seed)
-        info = {"raw_action": out.action, "mapping": "exact", "mapped": False}
-        return Candidate(out.action, out.thought, float(out.logq), float(out.logp), "actor", info)
 
 
 class RLAWAgent(LLMAgent):
@@ -397,8 +248,7 @@ class RLAWAgent(LLMAgent):
     # ------------------------------------------------------------------ return bookkeeping
     def on_reset(self, task: str, observation: str, admissible: list[str]) -> None:
         if self.critic_notes:
-            env_kind = getattr(getattr(self.belief, "extractor", None), "_rules", None)
-            self._map_notes = MapNotes(env_kind or "auto")
+            self._map_notes = MapNotes(game_rules(getattr(self.belief, "extractor", None)))
             self._map_notes.reset(observation)
         self.episode_rewards = []
         self.episode_return = 0.0
@@ -445,8 +295,12 @@ class RLAWAgent(LLMAgent):
             if self.distinct_regenerations:
                 pool = [a for a in admissible if a not in rejected] or admissible
             return self.actor(
-                self.task, situation, pool, feedback[-1] if feedback else None,
-                self.next_seed(), **free,
+                self.task,
+                situation,
+                pool,
+                feedback[-1] if feedback else None,
+                self.next_seed(),
+                **free,
             )
 
         def judge(cand: Candidate) -> Judgement:
@@ -457,12 +311,20 @@ class RLAWAgent(LLMAgent):
 
         if not self.use_critic:
             chosen = propose([])
-            rec.proposed(chosen.action, chosen.thought, chosen.logq, chosen.logp, chosen.source,
-                         **chosen.info)
+            rec.proposed(
+                chosen.action,
+                chosen.thought,
+                chosen.logq,
+                chosen.logp,
+                chosen.source,
+                **chosen.info,
+            )
             r_crit = 0.0
         else:
             outcome = self.generate_and_test(
-                propose, judge, 1 + self.max_regenerations,
+                propose,
+                judge,
+                1 + self.max_regenerations,
                 rec,
             )
             if outcome.accepted is not None:
@@ -503,8 +365,12 @@ class RLAWAgent(LLMAgent):
         thoughts = [action_thought(a) for a in rest]
         notes = {} if self._map_notes is None else {"notes": self._map_notes.notes(rest)}
         critiques = self.critic(
-            [self.task] * len(rest), [situation] * len(rest), thoughts, rest,
-            seed=self.next_seed(), **notes,
+            [self.task] * len(rest),
+            [situation] * len(rest),
+            thoughts,
+            rest,
+            seed=self.next_seed(),
+            **notes,
         )
         scores = [float(c.critique_score) for c in critiques]
         rec.extra["critic_ranked"] = dict(zip(rest, scores, strict=True))
@@ -520,7 +386,11 @@ class RLAWAgent(LLMAgent):
             notes["notes"] = self._map_notes.notes([cand.action])
             rec.extra.setdefault("critic_notes", []).append(notes["notes"][0])
         (c,) = self.critic(
-            [self.task], [situation], [cand.thought], [cand.action], seed=self.next_seed(),
+            [self.task],
+            [situation],
+            [cand.thought],
+            [cand.action],
+            seed=self.next_seed(),
             **notes,
         )
         score = float(c.critique_score)

@@ -60,6 +60,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from smcplan.games import INVALID_REPLIES
 from smcplan.planning.components import Score
 
 __all__ = [
@@ -85,8 +86,9 @@ TAGS = ("planning", "explore", "reflection", "monitor")
 
 #: Feedback prefixes that mean "the action was not understood": TextWorldExpress ("Unknown
 #: action"), ScienceWorld ("No known action matches that input.") and ALFWorld ("Nothing
-#: happens."), as the adapters in ``smcplan.envs`` detect them.
-INVALID_FEEDBACK = ("Unknown action", "No known action matches that input", "Nothing happens")
+#: happens."), as the adapters in ``smcplan.envs`` detect them; each is listed once, in its
+#: game's home (:data:`smcplan.games.INVALID_REPLIES`), and this name is an alias.
+INVALID_FEEDBACK = INVALID_REPLIES
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,8 @@ call per role for all particles**, reweighted (``weighting="nesyfs"``:
 and resampled; the first action of a surviving particle is executed. :class:`SlowThinker` fixes
 the settings once per agent (a :class:`~smcplan.planning.PlannerConfig` and a
 :class:`~smcplan.planning.Retrieval`), builds the roles once, and hands the planner the agent's
-own triplet extractor (so imagined observations are read the way real ones are), what the
+own triplet extractor (so imagined observations are read the way real ones are), the game's
+home the extractor resolved (:func:`~smcplan.agents.extractors.game_rules`), what the
 episode has seen (:class:`~smcplan.planning.progress.Seen`, for the novelty and rlvmr twists)
 and, with ``world_model="simulator"``, the clone factory the harness gave the agent (an oracle
 world model); ``world_model="learned"`` loads the trained model at ``world_model_path`` once
@@ -17,6 +18,7 @@ world model); ``world_model="learned"`` loads the trained model at ``world_model
 Without a graph (the ``context="history"`` / ``"belief"`` ablations) the particles carry the
 current observation and their imagined steps only.
 
+When the planner runs is one of :data:`SLOW_THINKING` (:func:`slow_thinking_mode`).
 :func:`summarize` turns a :class:`~smcplan.planning.PlanResult` into the step record's
 ``meta["plan"]`` (schema: :mod:`smcplan.agents.record`), trace included.
 
@@ -30,7 +32,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from smcplan.agents.context import Context, clip_text
-from smcplan.agents.extractors import Extractor
+from smcplan.agents.extractors import Extractor, game_rules
 from smcplan.memory import KnowledgeGraph
 from smcplan.planning import PlannerConfig, PlanningError, PlanResult, Retrieval
 from smcplan.planning.config import WorldModelKind, parse_progress
@@ -39,7 +41,33 @@ from smcplan.planning.progress import Seen
 if TYPE_CHECKING:
     from smcplan.llm import LanguageModel
 
-__all__ = ["SlowThinker", "summarize", "first_action_line", "imagined_lines"]
+__all__ = [
+    "SlowThinker",
+    "summarize",
+    "first_action_line",
+    "imagined_lines",
+    "SLOW_THINKING",
+    "PLAN_SKIPS",
+    "slow_thinking_mode",
+]
+
+#: When the planner runs (:mod:`smcplan.agents.nesyfs`'s docstring).
+SLOW_THINKING = ("after_rejections", "always", "never")
+#: What the slow thinker may not choose (``NeSyFSAgent``'s ``plan_skips``).
+PLAN_SKIPS = ("loops", "rejected", "none")
+
+
+def slow_thinking_mode(value: Any) -> str:
+    """``True`` -> ``"after_rejections"``, ``False`` -> ``"never"``; a name is checked."""
+    if value is True:
+        return "after_rejections"
+    if value is False:
+        return "never"
+    if value not in SLOW_THINKING:
+        raise ValueError(
+            f"unknown slow_thinking {value!r}; known: {', '.join(SLOW_THINKING)} (or True/False)"
+        )
+    return str(value)
 
 
 class SlowThinker:
@@ -128,7 +156,7 @@ class SlowThinker:
                 "attaches one (smcplan eval ... --agent-arg world_model=simulator); by hand call "
                 "agent.attach_simulator(env.clone)"
             )
-        env_kind = getattr(extractor, "_rules", None) or "auto"
+        rules = game_rules(extractor)
         return plan(
             ctx.task,
             kg,
@@ -141,7 +169,7 @@ class SlowThinker:
             simulator=self.simulator,
             seen=seen,
             extractor=extractor if extractor is not None else "none",
-            env_kind=env_kind,
+            env_kind=rules,
             shortlist=self.shortlist,
             proposer=self.proposer,
             observation_model=self.observation_model,

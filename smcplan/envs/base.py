@@ -23,6 +23,7 @@ from smcplan.errors import (
 from smcplan.options import MAX_SEED
 
 __all__ = [
+    "CLONEABLE_ENVS",
     "EnvError",
     "EnvClosedError",
     "BackendTimeout",
@@ -34,6 +35,16 @@ __all__ = [
     "INFO_KEYS",
 ]
 
+#: The environments whose adapters implement ``clone()`` (the simulator world model's error names
+#: them).
+CLONEABLE_ENVS = (
+    "twx:* (TextWorldExpress)",
+    "alfworld:* (ALFWorld engine)",
+    "toy:household",
+    "toy:tiger",
+    "webshop",
+    "scienceworld:* (replays the episode: slow)",
+)
 #: Keys that every ``info`` dict (from ``reset`` and ``step``) holds, in every adapter.
 INFO_KEYS = ("score", "won", "invalid", "admissible_actions", "steps", "truncated")
 

@@ -70,7 +70,7 @@ class WorldModelKind(StrEnum):
 #: The text planner's world models (:class:`WorldModelKind` less ``EXACT``).
 WORLD_MODELS = (WorldModelKind.LM, WorldModelKind.SIMULATOR, WorldModelKind.LEARNED)
 #: Progress twists; a sum is written with ``+`` (``"env+novelty"``).
-PROGRESS = ("lm", "env", "rlvmr", "novelty", "task")
+PROGRESS = ("lm", "env", "rlvmr", "novelty", "task", "learned")
 #: The planner's action proposal: the language model over each particle's admissible actions,
 #: or uniform over them (LLM-free).
 PROPOSALS = ("lm", "uniform")
@@ -124,7 +124,9 @@ class PlannerConfig(Settings):
     (0.95): the ``env`` twist's Monte Carlo leaf value at step H, M rollouts of at most R steps
     on clones of each particle's environment, ``rollout_policy`` ``"uniform"`` or ``"untried"``
     (simulator world model only;
-    :class:`smcplan.planning.twist_env.EnvProgress`).
+    :class:`smcplan.planning.twist_env.EnvProgress`); ``value_head`` the ``learned`` twist's
+    value head (a folder written by ``smcplan train value-head``, ``DIR/head``, or a shipped
+    artifact's name; needed by and only with ``progress`` naming ``learned``).
     """
 
     owner: ClassVar[str] = "planner option"
@@ -149,6 +151,7 @@ class PlannerConfig(Settings):
     rollout_discount: float = 0.95
     rollout_policy: str = "uniform"
     world_model_path: str | None = None
+    value_head: str | None = None
 
     def __post_init__(self) -> None:
         validate_config(
@@ -172,7 +175,7 @@ class PlannerConfig(Settings):
         if learned and (not isinstance(path, str) or not path.strip()):
             raise PlanningError(
                 "world_model='learned' needs world_model_path= a shipped artifact's name "
-                "(such as 'twx-coin-world-model') or the adapter or model folder written by "
+                "(smcplan.llm.artifacts lists them) or the adapter or model folder written by "
                 f"`smcplan train world-model --out DIR` (DIR/adapter); got {path!r}"
             )
         if not learned and path is not None:
@@ -185,7 +188,7 @@ class PlannerConfig(Settings):
                 f"unknown proposal {self.proposal!r}; known: {', '.join(PROPOSALS)}"
                 f"{_OWN['proposal']}"
             )
-        parse_progress(self.progress)
+        _check_value_head(self.value_head, parse_progress(self.progress))
         _check_int("particles_per_action", self.particles_per_action, 0)
         if self.particles_per_action and self.proposal != "uniform":
             raise PlanningError(
@@ -242,6 +245,20 @@ class PlannerConfig(Settings):
             "choice": self.choice,
             "tie_break": self.tie_break,
         }
+
+
+def _check_value_head(path: Any, progress: tuple[str, ...]) -> None:
+    """``value_head`` is a non-empty string when ``learned`` is among the twists, else None."""
+    if "learned" in progress and (not isinstance(path, str) or not path.strip()):
+        raise PlanningError(
+            "progress 'learned' needs value_head= the folder written by `smcplan train "
+            f"value-head --out DIR` (DIR/head) or a shipped value head's name; got {path!r}"
+        )
+    if "learned" not in progress and path is not None:
+        raise PlanningError(
+            f"value_head={path!r} is the 'learned' twist's head; add 'learned' to progress "
+            "(e.g. progress='learned+novelty') or drop value_head"
+        )
 
 
 def world_model_of(options: Mapping[str, Any]) -> WorldModelKind | None:

@@ -8,8 +8,9 @@ computed on a copy of :math:`G^i_{t-1}` (copy on write: the parent's graph, and 
 memory at the root, are never touched), with the triplets marked ``source="predicted"``.  The
 extractor (:data:`EXTRACTORS`) is ``"llm"`` (:class:`smcplan.llm.TripletExtractor`, one batched
 call for all N particles), ``"rule"`` (:func:`smcplan.memory.extract_triplets`), ``"none"`` (the
-graph is carried over unchanged), or any callable.  Imports ``smcplan.memory``; never
-``smcplan.llm``, agents, eval or cli.
+graph is carried over unchanged), or any callable; ``"rule"`` reads with the game's home
+(:meth:`smcplan.games.GameRules.triplets`).  Imports ``smcplan.games``; never ``smcplan.llm``,
+agents, eval or cli.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 import jax
 
-from smcplan.memory import extract_triplets
+from smcplan.games import GameRules, rules_for
 from smcplan.planning.components import PlanningError
 from smcplan.planning.text_particle import TextParticle, key_to_seed
 
@@ -32,12 +33,16 @@ class GraphUpdate:
     """Each particle's graph after an imagined observation: copied, then updated with the
     observation's triplets (source ``predicted``).  ``extractor``: ``"llm"``
     (``llm_extractor(observations, actions, seed)``, one batched call), ``"rule"``
-    (:func:`smcplan.memory.extract_triplets` with ``env_kind``), ``"none"``, or a callable
+    (:func:`smcplan.memory.extract_triplets` by the game's home ``env_kind``, a
+    :class:`~smcplan.games.GameRules` or the env name that resolves it), ``"none"``, or a callable
     ``(observations, actions, locations, seed) -> [triplets or Extraction]``.  Returns
     ``[(graph, triplets)]``."""
 
     def __init__(
-        self, extractor: str | Callable = "none", llm_extractor: Any = None, env_kind: str = "auto"
+        self,
+        extractor: str | Callable = "none",
+        llm_extractor: Any = None,
+        env_kind: GameRules | str = "auto",
     ) -> None:
         if isinstance(extractor, str) and extractor not in EXTRACTORS:
             raise PlanningError(
@@ -48,6 +53,7 @@ class GraphUpdate:
                 "extractor='llm' needs an llm_extractor (smcplan.llm.TripletExtractor) or lm="
             )
         self.extractor, self.llm_extractor, self.env_kind = extractor, llm_extractor, env_kind
+        self.rules = rules_for(env_kind)
 
     def __call__(
         self,
@@ -64,7 +70,7 @@ class GraphUpdate:
             extracted = self.llm_extractor(observations, actions, seed=key_to_seed(key))
         elif self.extractor == "rule":
             extracted = [
-                extract_triplets(o, a, env_kind=self.env_kind, location=loc)
+                self.rules.triplets(o, a, location=loc)
                 for o, a, loc in zip(observations, actions, locations, strict=True)
             ]
         else:

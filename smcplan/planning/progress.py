@@ -56,8 +56,13 @@ weight :math:`\psi_t/\psi_{t-1} = e^{\delta_t}`, the same pull as NeSyFS with :m
   or replies with a failure text (:func:`looks_failed`); LLM-free;
 * ``"task"`` — progress toward what the task names (the object, then its receptacle, at the
   places the map read from the observations or the task puts them; the nearest unexplored place
-  while they are unknown): :class:`smcplan.planning.places.TaskProgress`, whose docstring states
-  the math; LLM-free;
+  while they are unknown): :class:`smcplan.planning.twist_task.TaskProgress`, whose docstring
+  states the math; LLM-free;
+* ``"learned"`` — a value head on the model's hidden state (trained by ``smcplan train
+  value-head``; ``value_head=``): :math:`\log\psi_t = \log\hat V(x_t)`, the head's probability
+  of completing the task within k steps of the particle's latest state,
+  :math:`\delta_t = \log\psi_t - \log\psi_{t-1}` (:class:`~smcplan.planning.twist_value.
+  LearnedProgress`, whose docstring states the math); benchmark-free;
 * ``"lm"`` — the model's Yes/No judge (:class:`smcplan.llm.ProgressModel`) on the previous and new
   observation, now also shown the particle's retrieved graph :math:`R(\hat G)` and the triplets
   its new observation added, as the paper specifies
@@ -69,9 +74,9 @@ keeps each part's :math:`\delta` per step in ``history`` so a record can say whi
 across particles (which twist decided).
 
 The twists live in :mod:`~smcplan.planning.twist_env`, :mod:`~smcplan.planning.twist_rules`,
-:mod:`~smcplan.planning.twist_lm` and :mod:`~smcplan.planning.places`, what an episode has seen in
-:mod:`~smcplan.planning.seen`; this module sums them and builds them by name.  Never imports agents,
-eval or cli.
+:mod:`~smcplan.planning.twist_lm` and :mod:`~smcplan.planning.twist_task`, what an episode has
+seen in :mod:`~smcplan.planning.seen`; this module sums them and builds them by name.  Never
+imports agents, eval or cli.
 """
 
 from __future__ import annotations
@@ -85,11 +90,12 @@ import numpy as np
 
 from smcplan.planning.components import Score
 from smcplan.planning.config import DEFAULT_RETRIEVAL, Retrieval, parse_progress
-from smcplan.planning.places import TaskProgress
 from smcplan.planning.seen import Seen, looks_failed, place_and_entities
 from smcplan.planning.twist_env import EnvProgress
 from smcplan.planning.twist_lm import LMProgress
 from smcplan.planning.twist_rules import NoveltyProgress, ProcessProgress
+from smcplan.planning.twist_task import TaskProgress
+from smcplan.planning.twist_value import LearnedProgress
 
 __all__ = [
     "Seen",
@@ -156,11 +162,13 @@ def make_progress(
     rollout_steps: int = 25,
     rollout_discount: float = 0.95,
     rollout_policy: str = "uniform",
+    value_model: Any = None,
 ) -> SumTwist:
     """The twist named by ``spec`` (``"env+novelty"``), always as a :class:`SumTwist` (one part
     or more); an unknown name lists the valid ones.  ``rollouts``, ``rollout_steps`` and
     ``rollout_discount``, ``rollout_policy``: the ``env`` part's Monte Carlo leaf value
-    (:class:`EnvProgress`)."""
+    (:class:`EnvProgress`); ``value_model``: the ``learned`` part's
+    (:class:`~smcplan.planning.twist_value.LearnedProgress`)."""
     parts = []
     for name in parse_progress(spec):
         if name == "env":
@@ -173,6 +181,8 @@ def make_progress(
             parts.append((name, ProcessProgress(seen, env_kind)))
         elif name == "task":
             parts.append((name, TaskProgress(task, (seen or Seen()).layout, env_kind)))
+        elif name == "learned":
+            parts.append((name, LearnedProgress(value_model, task, retrieval)))
         else:
             parts.append((name, LMProgress(progress_model, task, retrieval)))
     return SumTwist(parts)

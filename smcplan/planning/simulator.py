@@ -40,19 +40,15 @@ __all__ = [
     "SimulatorWorldModel",
     "UniformTextProposal",
     "check_clone_factory",
-    "SIMULATOR_ENVS",
     "DONE_ACTION",
 ]
 
-#: The environments whose adapters implement ``clone()`` (named in the error below).
-SIMULATOR_ENVS = (
-    "twx:* (TextWorldExpress)",
-    "alfworld:* (ALFWorld engine)",
-    "toy:household",
-    "toy:tiger",
-    "webshop",
-    "scienceworld:* (replays the episode: slow)",
-)
+
+def _cloneable() -> str:
+    """The environments whose adapters implement ``clone()``, as the env layer lists them."""
+    from smcplan.envs.base import CLONEABLE_ENVS
+
+    return ", ".join(CLONEABLE_ENVS)
 
 
 def check_clone_factory(factory: Any, env: Any = None) -> Callable[[], Any]:
@@ -66,7 +62,7 @@ def check_clone_factory(factory: Any, env: Any = None) -> Callable[[], Any]:
             name = getattr(env, "name", type(env).__name__)
             raise PlanningError(
                 f"world_model='simulator' needs an environment with clone(); {name!r} has none. "
-                f"Environments that support it: {', '.join(SIMULATOR_ENVS)}; "
+                f"Environments that support it: {_cloneable()}; "
                 "or use world_model='lm'"
             )
         factory = env.clone
@@ -74,7 +70,7 @@ def check_clone_factory(factory: Any, env: Any = None) -> Callable[[], Any]:
         raise PlanningError(
             "world_model='simulator' needs a clone factory (e.g. env.clone); "
             f"got {type(factory).__name__}. "
-            f"Environments that support it: {', '.join(SIMULATOR_ENVS)}"
+            f"Environments that support it: {_cloneable()}"
         )
     return factory
 
@@ -147,7 +143,7 @@ class SimulatorWorldModel:
         except NotImplementedError as err:
             raise PlanningError(
                 f"world_model='simulator': the environment cannot copy its state ({err}); "
-                f"environments that support it: {', '.join(SIMULATOR_ENVS)}"
+                f"environments that support it: {_cloneable()}"
             ) from None
         self.clones += 1
         self.made.append(env)

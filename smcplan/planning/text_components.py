@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from smcplan.games import GameRules
 from smcplan.memory import KnowledgeGraph
 from smcplan.planning.checks import component_name
 from smcplan.planning.components import PlanningError, Proposal, Twist, WorldModel
@@ -87,7 +88,7 @@ def build_text_planner(
     simulator: Any = None,
     seen: Seen | None = None,
     extractor: str | Callable = "llm",
-    env_kind: str = "auto",
+    env_kind: GameRules | str = "auto",
     shortlist: Callable[[list[str]], list[str]] | None = None,
     proposer: Any = None,
     observation_model: Any = None,
@@ -155,11 +156,17 @@ def build_text_planner(
             f"rollouts={cfg.rollouts} is the built-in 'env' twist's leaf value; "
             "twist= replaces that twist (set rollouts=0)"
         )
+    learned_world = not simulated and not own_world and cfg.world_model is WorldModelKind.LEARNED
     if "twist" not in custom and "env" in names and not simulated and not own_world:
-        raise PlanningError(
-            "progress 'env' reads the score from the simulator; it needs world_model='simulator'"
-            " (or your own world model that sets each step's Outcome)"
-        )
+        from smcplan.planning.learned import serves_env_twist
+
+        if not (learned_world and serves_env_twist(cfg.world_model_path, observation_model)):
+            raise PlanningError(
+                "progress 'env' reads the score from the simulator; it needs world_model="
+                "'simulator' (or your own world model that sets each step's Outcome, or "
+                "world_model='learned' with a model trained with targets "
+                '["observation","reward","done"])'
+            )
 
     # The language-model roles not given, built on lm=.
     wants_lm_progress = "twist" not in custom and "lm" in names
@@ -216,6 +223,7 @@ def build_text_planner(
             rollout_steps=cfg.rollout_steps,
             rollout_discount=cfg.rollout_discount,
             rollout_policy=cfg.rollout_policy,
+            value_model=_value_model(cfg, names, lm),
         )
     if own_world:
         world: WorldModel = wrap_component("world_model", custom["world_model"])
@@ -324,7 +332,7 @@ def plan_text(
     simulator: Any = None,
     seen: Seen | None = None,
     extractor: str | Callable = "llm",
-    env_kind: str = "auto",
+    env_kind: GameRules | str = "auto",
     shortlist: Callable[[list[str]], list[str]] | None = None,
     proposer: Any = None,
     observation_model: Any = None,
@@ -363,6 +371,9 @@ def plan_text(
       ``rollout_discount``; ``rollout_policy="untried"``: no action twice in the same state while
       others are untried; simulator only).  ``seen``: what
       the episode has already seen (places, entities, actions), for novelty and rlvmr.
+      ``env_kind``: the game's home (a :class:`smcplan.games.GameRules`, or the env name that
+      :func:`smcplan.games.rules_for` resolves; ``"auto"``: every text home's rules), which
+      reads the observations for the rule extractor and the rule-based twists.
     * ``proposal``: ``"lm"`` (``proposer``, default :class:`~smcplan.llm.ActionProposal` at
       temperature 1) or ``"uniform"`` (LLM-free); each particle proposes over its own admissible
       actions (``shortlist`` cuts a simulator particle's set as the agent's own shortlist does);
@@ -403,3 +414,12 @@ def plan_text(
         **options,
     )
     return run_text_planner(planner, key)
+
+
+def _value_model(cfg: PlannerConfig, names: Sequence[str], lm: Any) -> Any:
+    """The ``learned`` twist's value model on ``lm`` (``None`` when no part is ``learned``)."""
+    if "learned" not in names:
+        return None
+    from smcplan.planning.learned import learned_value_model
+
+    return learned_value_model(cfg.value_head, lm)

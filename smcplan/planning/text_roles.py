@@ -31,6 +31,7 @@ import jax.numpy as jnp
 from smcplan.planning.components import Proposed, Transition
 from smcplan.planning.config import DEFAULT_RETRIEVAL, Retrieval
 from smcplan.planning.graph_update import GraphUpdate
+from smcplan.planning.learned import predicted_outcome
 from smcplan.planning.outcome import DONE_ACTION
 from smcplan.planning.text_particle import TextParticle, key_to_seed, known_actions
 
@@ -104,6 +105,8 @@ class LMWorldModel:
         contexts = [p.context(self.task, self.retrieval) for p in particles]
         samples = self.observation_model(contexts, actions, seed=key_to_seed(k_obs))
         observations = [str(s.value if s.value is not None else s.text).strip() for s in samples]
+        # a particle whose episode ended (a predicted ending) stays as it is
+        observations = [p.observation if p.done else o for p, o in zip(particles, observations)]
         updated = self.graphs(particles, actions, observations, k_ext)
         new = [
             p.extend(
@@ -112,9 +115,10 @@ class LMWorldModel:
                 kg=kg,
                 triplets=triples,
                 admissible=known_actions(self.admissible, kg) if kg is not None else None,
+                outcome=predicted_outcome(p, s),  # None unless the model predicts reward/done
             )
-            for p, a, o, (kg, triples) in zip(
-                particles, actions, observations, updated, strict=True
+            for p, a, o, s, (kg, triples) in zip(
+                particles, actions, observations, samples, updated, strict=True
             )
         ]
         return Transition(

@@ -1,7 +1,10 @@
 r"""The count-based and rule-based twists ``progress="novelty"`` and ``progress="rlvmr"``
 (the math is in :mod:`smcplan.planning.progress`), both LLM-free: each scores a particle's whole
 imagined path against what the episode has seen (:class:`~smcplan.planning.seen.Seen`), with
-:math:`\log\psi_t = \sum_{s\le t}\delta_s`.
+:math:`\log\psi_t = \sum_{s\le t}\delta_s`.  ``env_kind`` is the game's home
+(:class:`smcplan.games.GameRules`, or the env name that resolves it): it reads the steps and says
+which imagined reply failed (a step's own ``invalid`` flag, where its outcome has one, decides
+first).
 """
 
 from __future__ import annotations
@@ -12,9 +15,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from smcplan.games import GameRules, rules_for
 from smcplan.planning.components import Score
 from smcplan.planning.outcome import DONE_ACTION
-from smcplan.planning.seen import Seen, looks_failed, steps_read
+from smcplan.planning.seen import Seen, steps_read
 
 __all__ = ["Cumulative", "NoveltyProgress", "ProcessProgress"]
 
@@ -36,16 +40,17 @@ class NoveltyProgress(Cumulative):
 
     __name__ = "novelty"
 
-    def __init__(self, seen: Seen | None = None, env_kind: str = "auto") -> None:
+    def __init__(self, seen: Seen | None = None, env_kind: GameRules | str = "auto") -> None:
         self.seen = seen or Seen()
         self.env_kind = env_kind
+        self.rules = rules_for(env_kind)
 
     def deltas(self, particle: Any) -> list[float]:
         visits, entities, place = dict(self.seen.visits), set(self.seen.entities), self.seen.place
         out = []
         for (a, _), (read, names) in zip(
             particle.steps,
-            steps_read(particle, self.env_kind, self.seen.layout, self.seen.place),
+            steps_read(particle, self.rules, self.seen.layout, self.seen.place),
             strict=True,
         ):
             if a == DONE_ACTION:
@@ -67,22 +72,23 @@ class ProcessProgress(Cumulative):
 
     __name__ = "rlvmr"
 
-    def __init__(self, seen: Seen | None = None, env_kind: str = "auto") -> None:
+    def __init__(self, seen: Seen | None = None, env_kind: GameRules | str = "auto") -> None:
         self.seen = seen or Seen()
         self.env_kind = env_kind
+        self.rules = rules_for(env_kind)
 
     def deltas(self, particle: Any) -> list[float]:
         actions, places = set(self.seen.actions), set(self.seen.places)
         prev_failed = self.seen.last_failed
         prev_action = self.seen.actions[-1] if self.seen.actions else None
         out = []
-        reads = steps_read(particle, self.env_kind, self.seen.layout, self.seen.place)
+        reads = steps_read(particle, self.rules, self.seen.layout, self.seen.place)
         outcomes = getattr(particle, "outcomes", ())
         for i, (a, o) in enumerate(particle.steps):
             failed = (
                 bool(outcomes[i].invalid)
                 if i < len(outcomes) and outcomes[i].invalid
-                else looks_failed(o)
+                else self.rules.is_failure(o)
             )
             place = reads[i][0]
             if a == DONE_ACTION or failed:

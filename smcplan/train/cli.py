@@ -128,7 +128,11 @@ def build_parser() -> argparse.ArgumentParser:
     co.add_argument("--resume", action="store_true", help="skip episodes already in the shard")
     co.add_argument("--no-progress", action="store_true")
 
-    ev = sub.add_parser("evaluate", help="next-observation exact match and token F1")
+    ev = sub.add_parser(
+        "evaluate",
+        help="next-observation exact match, token F1 and event match; reward and done "
+        "precision and recall for an adapter trained with targets reward and done",
+    )
     ev.add_argument("--data", required=True, action="append", type=Path, help="held-out shard")
     ev.add_argument("--model", help="base model (default: the packaged SmolLM2)")
     ev.add_argument("--adapter", type=Path, help="a LoRA adapter folder")
@@ -222,12 +226,16 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 
     if args.out:
         check_out_path(args.out, "--out", "file")
+    from smcplan.llm.roles.world_outcome import read_targets
+
     shards = [read_shard(path) for path in args.data]
+    targets = read_targets(args.adapter)  # what the adapter was trained to write
     examples = world_model_examples(
         [t for s in shards for t in s.transitions],
         _depths(args.depths),
         [b for s in shards for b in s.branches] if args.branches else (),
         args.target,
+        targets,
     )
     if args.sample is not None and args.sample < len(examples):
         import random
@@ -237,14 +245,17 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     examples = examples[: args.limit]
     lm = load_model(args.model, adapter=args.adapter)
     score = evaluate_world_model(
-        lm, examples, max_new_tokens=args.max_new_tokens, progress=not args.no_progress
-    )
+        lm, examples, max_new_tokens=args.max_new_tokens, progress=not args.no_progress,
+        targets=targets,
+    )  # fmt: skip
     line = (
         f"n={score.n} exact={score.exact:.3f} [{score.exact_ci[0]:.3f}, "
         f"{score.exact_ci[1]:.3f}] f1={score.f1:.3f} [{score.f1_ci[0]:.3f}, "
         f"{score.f1_ci[1]:.3f}] event={score.event:.3f} [{score.event_ci[0]:.3f}, "
         f"{score.event_ci[1]:.3f}] (branches: {score.branches}) {score.seconds:.0f} s"
     )
+    if score.outcome_line():
+        line += " " + score.outcome_line()
     print(line)
     if args.out:  # no NaN token in the file: a non-finite score is null, explained
         body = {

@@ -21,7 +21,7 @@ that is to tell a planner which action helps must also have seen what the others
 
 Every transition stores what a planner particle at the root sees (task, real observation, the
 retrieved facts of a rule-extracted knowledge graph of the episode so far) and what happened
-(action, next observation, reward, done, won, score).  The shard's header records the git
+(action, next observation, reward, done, won, truncated, score).  The shard's header records the git
 commit, env, split, seeds, source and configuration; with ``resume=True`` the episodes already
 finished in the shard are skipped, a torn interrupted episode is dropped (also a torn last
 line: a kill mid-write), and a header that disagrees with the request is refused
@@ -216,6 +216,7 @@ def _record(kind: str, name: str, seed: int, t: int, task: str, obs: str, action
         "reward": float(reward or 0.0),
         "done": bool(done),
         "won": bool(next_info.get("won", False)),
+        "truncated": bool(next_info.get("truncated", False)),
         "score": float(next_info.get("score", 0.0) or 0.0),
         "facts": facts,
         "admissible": actions,

@@ -139,11 +139,14 @@ def _features(
     resume: bool,
     batch: int,
     progress: bool,
+    prefix: str | None = None,
+    desc: str = "critic-head features",
 ) -> tuple[np.ndarray, int]:
     """The features of every example, cached in ``cache`` every :data:`_CHUNK` examples;
-    returns them and how many came from the cache."""
+    returns them and how many came from the cache.  ``prefix``: the answer's opening the
+    features are read after (default :data:`~smcplan.llm.roles.score_head.CRITIC_PREFIX`)."""
     from smcplan.interrupts import raise_if_stopped
-    from smcplan.llm.roles.score_head import hidden_features
+    from smcplan.llm.roles.score_head import CRITIC_PREFIX, hidden_features
 
     done = np.zeros((0, 0))
     if resume and cache.is_file():
@@ -160,11 +163,12 @@ def _features(
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=len(examples), initial=cached, desc="critic-head features", unit="ex")
+        bar = tqdm(total=len(examples), initial=cached, desc=desc, unit="ex")
     for i in range(cached, len(examples), _CHUNK):
         raise_if_stopped()
         chunk = examples[i : i + _CHUNK]
-        rows.append(hidden_features(lm, [ex["prompt"] for ex in chunk], layers, batch=batch))
+        prompts = [ex["prompt"] for ex in chunk]
+        rows.append(hidden_features(lm, prompts, layers, prefix or CRITIC_PREFIX, batch=batch))
         feats = np.concatenate(rows, axis=0)
         tmp = cache.with_suffix(".tmp.npz")
         np.savez(tmp, features=feats, layers=np.asarray(layers), n=len(examples))

@@ -5,8 +5,11 @@ A **shard** (written by :mod:`smcplan.train.collect`) is one JSON object per lin
 * line 1, ``{"kind": "header", "schema": SHARD_SCHEMA, ...}``: the git commit, env, split,
   seeds, source and agent configuration it was collected with;
 * ``{"kind": "transition", "episode", "seed", "t", "task", "observation", "action",
-  "next_observation", "reward", "done", "won", "score", "facts"}``: one real step, ``facts`` the
-  retrieved knowledge-graph facts ``[[s, p, o], ...]`` before the action;
+  "next_observation", "reward", "done", "won", "truncated", "score", "facts"}``: one real step,
+  ``reward`` the change of the normalised score (:class:`smcplan.envs.base.BaseTextEnv`),
+  ``truncated`` whether the step ended the episode by the step limit only (what a learned world
+  model must not learn as an ending), ``facts`` the retrieved knowledge-graph facts
+  ``[[s, p, o], ...]`` before the action;
 * ``{"kind": "branch", ...}``, the same fields as a transition: a counterfactual step, another
   admissible action taken from the same state on a clone of the environment (``collect(...,
   branches=K)``), so that a world model also sees the outcomes of the actions the policy did
@@ -14,6 +17,14 @@ A **shard** (written by :mod:`smcplan.train.collect`) is one JSON object per lin
 * ``{"kind": "episode", "episode", "seed", "won", "score", "steps"}``: the episode finished;
   transitions and branches of an episode without this line are an interrupted episode (dropped
   on resume).
+
+**Schema versions.** ``smcplan.train.shard/2`` (written now) added ``truncated`` to
+transitions and branches.  Shards of ``smcplan.train.shard/1`` still load: their records lack
+the field, and :func:`read_shard` fills it in as ``done and not won and t + 1 >= max_steps``
+(the header's collect step limit; ``False`` when the header has none) — the only way a /1
+episode could end without winning or losing.  Records of either version may sit in one file
+(a /1 shard continued by ``collect --resume`` keeps its header; a record without the field
+is read the same way whatever the header says).
 
 An **example file** holds ``{"prompt", "completion"}`` objects (the SFT input).
 
@@ -39,6 +50,7 @@ __all__ = [
     "subsample_and_save",
     "write_sft_manifest",
     "SHARD_SCHEMA",
+    "SHARD_SCHEMAS",
     "DatasetLineError",
     "Shard",
     "iter_objects",
@@ -47,7 +59,9 @@ __all__ = [
     "TRANSITION_FIELDS",
 ]
 
-SHARD_SCHEMA = "smcplan.train.shard/1"
+SHARD_SCHEMA = "smcplan.train.shard/2"
+#: every shard schema :func:`read_shard` reads (older ones upgraded on read)
+SHARD_SCHEMAS = ("smcplan.train.shard/1", SHARD_SCHEMA)
 
 #: required fields of a transition line and their JSON types
 TRANSITION_FIELDS: dict[str, tuple[type, ...]] = {
@@ -171,6 +185,21 @@ def _check(
             )
 
 
+def _truncated(path: Path, number: int, obj: dict[str, Any], header: dict[str, Any]) -> None:
+    """Check ``truncated`` (a bool) or, on a record written before it existed, fill it in
+    (module docstring, "Schema versions")."""
+    if "truncated" in obj:
+        if not isinstance(obj["truncated"], bool):
+            raise DatasetLineError(
+                path, number, f"field 'truncated' must be bool; got {obj['truncated']!r:.60}",
+                "write 'truncated' as bool",
+            )  # fmt: skip
+        return
+    limit = header.get("max_steps")
+    cut = isinstance(limit, int) and obj["t"] + 1 >= limit
+    obj["truncated"] = bool(obj["done"] and not obj["won"] and cut)
+
+
 def read_shard(path: str | os.PathLike[str], torn_tail: bool = False) -> Shard:
     """Read and check a trajectory shard (format above).  ``torn_tail``: a last line that is not
     valid JSON (a collect killed mid-write) is dropped and its number kept in
@@ -183,22 +212,22 @@ def read_shard(path: str | os.PathLike[str], torn_tail: bool = False) -> Shard:
     for number, obj in iter_objects(p, torn):
         kind = obj.get("kind")
         if shard is None:
-            if kind != "header" or obj.get("schema") != SHARD_SCHEMA:
+            if kind != "header" or obj.get("schema") not in SHARD_SCHEMAS:
                 raise DatasetLineError(
                     p,
                     number,
                     f"the first record must be the shard header (schema "
-                    f"{SHARD_SCHEMA!r}); got kind={kind!r}",
+                    f"{' or '.join(map(repr, SHARD_SCHEMAS))}); got kind={kind!r}, "
+                    f"schema={obj.get('schema')!r}",
                     "collect the shard with `smcplan train collect`",
                 )
             shard = Shard(header=obj)
             continue
-        if kind == "transition":
-            _check(p, number, obj, TRANSITION_FIELDS, "transition")
-            open_.setdefault(obj["episode"], []).append(obj)
-        elif kind == "branch":
-            _check(p, number, obj, TRANSITION_FIELDS, "branch")
-            open_branches.setdefault(obj["episode"], []).append(obj)
+        if kind in ("transition", "branch"):
+            _check(p, number, obj, TRANSITION_FIELDS, kind)
+            _truncated(p, number, obj, shard.header)
+            into = open_ if kind == "transition" else open_branches
+            into.setdefault(obj["episode"], []).append(obj)
         elif kind == "episode":
             _check(p, number, obj, EPISODE_FIELDS, "episode")
             shard.episodes[obj["episode"]] = obj

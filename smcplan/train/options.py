@@ -29,6 +29,15 @@ from smcplan.options import (
 
 __all__ = ["SCHEMAS", "trainer_options"]
 
+
+def _targets(value: Any, name: str) -> list[str]:
+    """Converter: what a world model writes, a list (``["observation","reward","done"]``) or a
+    comma-separated text (:func:`smcplan.llm.roles.world_outcome.check_targets`)."""
+    from smcplan.llm.roles.world_outcome import check_targets
+
+    return list(check_targets(value, name))
+
+
 _SFT = {
     "max_examples": integer(1),
     "lora_r": integer(1),
@@ -49,6 +58,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         "init_adapter": text,
         "real_share": real(0.0, 1.0),
         "target": choice("full", "head"),
+        "targets": _targets,
     },
     "critic": {
         **_SFT,
@@ -61,6 +71,17 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         "negatives_per_state": integer(0),
         "max_examples": integer(1),
         "map_notes": boolean,
+        "adapter": text,
+        "C": real_or_list(0.0, min_inclusive=False),
+        "folds": integer(2),
+        "batch": integer(1),
+        "threads": integer(1),
+    },
+    "value-head": {
+        "within": integer(0),
+        "discount": real(0.0, 1.0),
+        "heldout": text,
+        "max_examples": integer(1),
         "adapter": text,
         "C": real_or_list(0.0, min_inclusive=False),
         "folds": integer(2),

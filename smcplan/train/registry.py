@@ -30,6 +30,7 @@ TRAINERS: dict[str, str] = {
     "world-model": "smcplan.train.world_model:run",
     "critic": "smcplan.train.critic:run",
     "critic-head": "smcplan.train.critic_head:run",
+    "value-head": "smcplan.train.value_head:run",
     "cold-start": "smcplan.train.rlvmr:run",
     "grpo-mr": "smcplan.train.grpo_mr:run",
     "grpo-mr-head": "smcplan.train.grpo_mr_head:run",

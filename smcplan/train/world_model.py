@@ -6,39 +6,41 @@ prompt the planner's LM world model sends (:class:`smcplan.llm.ObservationModel`
 the observation at the particle's root and the imagined steps since, then the action.  Depth
 ``d`` puts the root ``d`` real steps back and shows those ``d`` real steps as the "imagined"
 ones, so the model is trained on the contexts a particle has at every planning depth
-``d < H``.  The completion is the environment's next observation (whitespace collapsed).
-
-Evaluation on held-out seeds: greedy decoding, then per example
-
-* exact match: the normalised prediction equals the normalised truth (lower case, whitespace
-  collapsed);
-* token F1 (SQuAD's): with :math:`P`, :math:`T` the bags of lower-case word tokens of the
-  prediction and the truth and :math:`c = |P \cap T|` (multiset), precision :math:`c/|P|`,
-  recall :math:`c/|T|`, :math:`F_1 = 2c / (|P| + |T|)` (1 when both are empty);
-
-reported as means over the n examples with a normal-approximation 95 % interval for F1 and a
-Wilson interval for exact match.
+``d < H``.  The completion is the environment's next observation (whitespace collapsed) or,
+with ``targets=("observation", "reward", "done")``, the outcome line (the score change and
+whether the episode was won or lost) then the observation, in one generation
+(:mod:`smcplan.llm.roles.world_outcome`); the targets are written to
+``<out>/adapter/world_model.json`` so the planner and ``smcplan train evaluate`` read the model's
+replies the way it was trained.  Scoring on held-out seeds (exact match, token F1, event match,
+and the reward and done events' precision and recall): :mod:`smcplan.train.world_model_eval`.
 """
 
 from __future__ import annotations
 
-import math
 import random
 import re
-import time
-from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from smcplan.errors import InvalidArgumentError, check_float, check_int
-from smcplan.eval.metrics import Z_95, wilson_interval
+from smcplan.jsonfile import write_json
+from smcplan.llm.roles.world_outcome import (
+    DEFAULT_TARGETS,
+    TARGETS_FILE,
+    check_targets,
+    ending_of,
+    format_completion,
+)
 from smcplan.planning.text_particle import OBS_CHARS, render_context
 from smcplan.train.data import read_shard, subsample_and_save, write_sft_manifest
-
-if TYPE_CHECKING:
-    from smcplan.llm import LanguageModel
+from smcplan.train.world_model_eval import (
+    WorldModelScore,
+    evaluate_world_model,
+    exact_match,
+    observation_event,
+    token_f1,
+)
 
 __all__ = [
     "OBS_CHARS",
@@ -48,6 +50,7 @@ __all__ = [
     "TARGETS",
     "first_sentence",
     "mix_examples",
+    "write_targets",
     "token_f1",
     "exact_match",
     "observation_event",
@@ -93,14 +96,20 @@ def world_model_examples(
     depths: Sequence[int] = (0,),
     branches: Iterable[dict[str, Any]] = (),
     target: str = "full",
+    targets: Sequence[str] = DEFAULT_TARGETS,
 ) -> list[dict[str, Any]]:
     """SFT examples ``{"prompt": messages, "completion": next observation, "episode", "t",
-    "depth", "branch"}`` from shard transitions (one per transition and depth ``d`` with
-    ``t >= d``) and counterfactual ``branches`` (:mod:`smcplan.train.collect`): a branch at step
-    ``t`` has the context of the real path up to ``t`` (root ``d`` real steps back) and the
-    branch's own action and next observation.  ``target`` (:data:`TARGETS`): the completion is
-    the whole next observation (``"full"``) or its :func:`first_sentence` (``"head"``); the
-    context always has the real observations (clipped as the planner clips them)."""
+    "depth", "branch", "action", "reward", "ending", "targets"}`` from shard transitions (one
+    per transition and depth ``d`` with ``t >= d``) and counterfactual ``branches``
+    (:mod:`smcplan.train.collect`): a branch at step ``t`` has the context of the real path up
+    to ``t`` (root ``d`` real steps back) and the branch's own action and next observation.
+    ``target`` (:data:`TARGETS`): the completion is the whole next observation (``"full"``)
+    or its :func:`first_sentence` (``"head"``); the context always has the real observations
+    (clipped as the planner clips them).  ``targets``
+    (:data:`~smcplan.llm.roles.world_outcome.TARGET_FIELDS`): with ``"reward"`` / ``"done"``
+    the completion starts with the outcome line of the step's score change and ending
+    (:func:`~smcplan.llm.roles.world_outcome.format_completion`; a step cut by the step limit
+    is not an ending)."""
     from smcplan.llm.templates import load_role
 
     if target not in TARGETS:
@@ -108,7 +117,17 @@ def world_model_examples(
             f"target must be one of {', '.join(TARGETS)}; got {target!r}. "
             "Use 'head' to train on the first sentence of each next observation."
         )
-    complete = first_sentence if target == "head" else (lambda text: " ".join(text.split()))
+    targets = check_targets(targets)
+    clip = first_sentence if target == "head" else (lambda text: " ".join(text.split()))
+
+    def complete(step: dict[str, Any]) -> tuple[str, float, str]:
+        ending = ending_of(
+            bool(step.get("done")), bool(step.get("won")), bool(step.get("truncated"))
+        )
+        reward = float(step.get("reward", 0.0))
+        text = format_completion(clip(step["next_observation"]), reward, ending, targets)
+        return text, reward, ending
+
     role = load_role("observation")
     by_episode: dict[str, list[dict[str, Any]]] = {}
     for tr in transitions:
@@ -129,15 +148,19 @@ def world_model_examples(
                 for step, is_branch in [(tr, False)] + [
                     (br, True) for br in branched.get((episode, tr["t"]), [])
                 ]:
+                    completion, reward, ending = complete(step)
                     out.append(
                         {
                             "prompt": role.messages(context=context, action=step["action"]),
-                            "completion": complete(step["next_observation"]),
+                            "completion": completion,
                             "episode": episode,
                             "t": tr["t"],
                             "depth": d,
                             "branch": is_branch,
                             "action": step["action"],
+                            "reward": reward,
+                            "ending": ending,
+                            "targets": list(targets),
                         }
                     )
     return out
@@ -151,6 +174,7 @@ def heldout_examples(
     sample: int | None = None,
     seed: int = 0,
     limit: int | None = None,
+    targets: Sequence[str] = DEFAULT_TARGETS,
 ) -> list[dict[str, Any]]:
     """The examples ``smcplan train evaluate`` scores: :func:`world_model_examples` of the
     ``shards`` (with their branches when ``branches``), then ``sample`` of them drawn without
@@ -161,121 +185,12 @@ def heldout_examples(
         depths,
         [b for s in read for b in s.branches] if branches else (),
         target,
+        targets,
     )
     if sample is not None and sample < len(examples):
         picked = sorted(random.Random(seed).sample(range(len(examples)), sample))
         examples = [examples[i] for i in picked]
     return examples[:limit]
-
-
-def observation_event(observation: str, action: str | None = None) -> tuple[Any, ...]:
-    """What a planner's twist reads from an observation (:mod:`smcplan.planning.seen`): the
-    place it puts the agent in (``None``: it names none), whether it is a failure or no-op
-    reply, and the room an opened door reveals (``None``: none)."""
-    from smcplan.planning.places import revealed_place
-    from smcplan.planning.seen import looks_failed, place_and_entities
-
-    text = " ".join(str(observation).split())
-    place, _names = place_and_entities(text, action)
-    return (place, looks_failed(text), revealed_place(text))
-
-
-def _tokens(text: str) -> list[str]:
-    return re.findall(r"\w+", text.lower())
-
-
-def exact_match(prediction: str, truth: str) -> bool:
-    """Equal after lower-casing and collapsing whitespace."""
-    return " ".join(prediction.lower().split()) == " ".join(truth.lower().split())
-
-
-def token_f1(prediction: str, truth: str) -> float:
-    """SQuAD token F1, :math:`2c / (|P| + |T|)` over lower-case word tokens (1 if both empty)."""
-    p, t = _tokens(prediction), _tokens(truth)
-    if not p and not t:
-        return 1.0
-    common = sum((Counter(p) & Counter(t)).values())
-    return 2.0 * common / (len(p) + len(t))
-
-
-@dataclass
-class WorldModelScore:
-    """Exact match, token F1 and event match over ``n`` held-out examples (95 % intervals);
-    ``event``: the fraction whose prediction reads as the same :func:`observation_event` as the
-    truth (what the planner's twists see), over all examples and over the branches alone."""
-
-    n: int
-    exact: float
-    exact_ci: tuple[float, float]
-    f1: float
-    f1_ci: tuple[float, float]
-    seconds: float
-    predictions: list[dict[str, Any]]
-    event: float = float("nan")
-    event_ci: tuple[float, float] = (float("nan"), float("nan"))
-    branches: int = 0
-    branch_event: float = float("nan")
-
-    def to_dict(self, with_predictions: bool = False) -> dict[str, Any]:
-        out = asdict(self)
-        if not with_predictions:
-            out.pop("predictions")
-        return out
-
-
-def evaluate_world_model(
-    lm: LanguageModel,
-    examples: Sequence[dict[str, Any]],
-    max_new_tokens: int = 128,
-    batch_size: int = 8,
-    progress: bool = True,
-) -> WorldModelScore:
-    """Greedy next-observation predictions of ``lm`` on ``examples``, scored (module doc)."""
-    from tqdm import tqdm
-
-    check_int(max_new_tokens, "max_new_tokens", minimum=1)
-    check_int(batch_size, "batch_size", minimum=1)
-    if not examples:
-        raise InvalidArgumentError("no examples to evaluate; collect held-out transitions first")
-    t0, preds = time.perf_counter(), []
-    for i in tqdm(range(0, len(examples), batch_size), desc="evaluate", disable=not progress):
-        batch = examples[i : i + batch_size]
-        texts = lm.generate(
-            [ex["prompt"] for ex in batch],
-            None,
-            temperature=0.0,
-            max_new_tokens=max_new_tokens,
-            seed=0,
-        )
-        for ex, text in zip(batch, texts, strict=True):
-            text = " ".join(str(text).split())
-            preds.append(
-                {
-                    "episode": ex.get("episode"),
-                    "t": ex.get("t"),
-                    "truth": ex["completion"],
-                    "prediction": text,
-                    "exact": exact_match(text, ex["completion"]),
-                    "f1": token_f1(text, ex["completion"]),
-                    "event": observation_event(text, ex.get("action"))
-                    == observation_event(ex["completion"], ex.get("action")),
-                    "branch": bool(ex.get("branch", False)),
-                }
-            )
-    n = len(preds)
-    k = sum(p["exact"] for p in preds)
-    f1s = [p["f1"] for p in preds]
-    mean = sum(f1s) / n
-    sd = math.sqrt(sum((f - mean) ** 2 for f in f1s) / (n - 1)) if n > 1 else 0.0
-    half = Z_95 * sd / math.sqrt(n)
-    events = sum(p["event"] for p in preds)
-    on_branches = [p["event"] for p in preds if p["branch"]]
-    return WorldModelScore(
-        n, k / n, wilson_interval(k, n), mean, (mean - half, mean + half),
-        time.perf_counter() - t0, preds, events / n, wilson_interval(events, n),
-        len(on_branches),
-        sum(on_branches) / len(on_branches) if on_branches else float("nan"),
-    )
 
 
 def mix_examples(
@@ -310,6 +225,14 @@ def mix_examples(
     return mixed
 
 
+def write_targets(folder: str | Path, targets: Sequence[str]) -> Path:
+    """``folder/world_model.json`` = ``{"targets": [...]}``: what the model in ``folder``
+    writes (:func:`~smcplan.llm.roles.world_outcome.read_targets` reads it back)."""
+    path = Path(folder) / TARGETS_FILE
+    write_json(path, {"targets": list(check_targets(targets))})
+    return path
+
+
 def train_world_model(
     shards: Sequence[str | Path],
     out: str | Path,
@@ -324,6 +247,7 @@ def train_world_model(
     init_adapter: str | Path | None = None,
     real_share: float | None = None,
     target: str = "full",
+    targets: Sequence[str] = DEFAULT_TARGETS,
 ) -> dict[str, Any]:
     """Build examples from ``shards`` (their transitions and branches), fine-tune ``model``
     (default SmolLM2) with :func:`smcplan.llm.finetune.train_sft`, and write
@@ -332,7 +256,8 @@ def train_world_model(
     ``init_adapter``: continue an earlier run's adapter (``DIR/adapter``) on these examples;
     ``real_share``: the fraction of the ``max_examples`` drawn from real steps
     (:func:`mix_examples`; ``None``: a uniform draw over all examples); ``target``: ``"full"``
-    or ``"head"`` (:func:`world_model_examples`)."""
+    or ``"head"``; ``targets``: what the model learns to write (:func:`world_model_examples`;
+    recorded in the adapter folder by :func:`write_targets`)."""
 
     from smcplan.llm.finetune import LoraSettings, SFTSettings, sft_dataset, train_sft
 
@@ -342,7 +267,8 @@ def train_world_model(
         transitions += read.transitions
         branches += read.branches
         headers.append({"path": str(shard), **read.header})
-    examples = world_model_examples(transitions, depths, branches, target)
+    targets = check_targets(targets)
+    examples = world_model_examples(transitions, depths, branches, target, targets)
     examples = mix_examples(examples, max_examples, real_share, seed)
     examples, out = subsample_and_save(examples, max_examples, seed, out)
     lora = LoraSettings() if lora == "default" else lora
@@ -355,10 +281,11 @@ def train_world_model(
         resume=resume,
         init_adapter=init_adapter,
     )
+    write_targets(result.weights, targets)
     return write_sft_manifest(
         out, "world-model", model, result, examples, headers,
         transitions=len(transitions), branches=len(branches), depths=list(depths),
-        real_share=real_share, target=target,
+        real_share=real_share, target=target, targets=list(targets),
         real_examples=sum(not ex.get("branch") for ex in examples),
     )  # fmt: skip
 
@@ -370,7 +297,8 @@ def run(request: Any) -> dict[str, Any]:
     ``max_length``, ``grad_accum``, ``scheduler``, ``threads``, ``warmup_steps``,
     ``init_adapter`` (an adapter folder to continue), ``real_share`` (the fraction of
     ``max_examples`` drawn from real steps, the rest branches), ``target`` (``full`` or
-    ``head``: the whole next observation or its first sentence))."""
+    ``head``: the whole next observation or its first sentence), ``targets`` (a list such as
+    ``["observation","reward","done"]``, default ``["observation"]``))."""
     from smcplan.llm.finetune import LoraSettings, SFTSettings
     from smcplan.train.options import trainer_options
 
@@ -415,4 +343,5 @@ def run(request: Any) -> dict[str, Any]:
         init_adapter=opts.get("init_adapter"),
         real_share=opts.get("real_share"),
         target=opts.get("target", "full"),
+        targets=opts.get("targets", DEFAULT_TARGETS),
     )

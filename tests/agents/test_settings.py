@@ -87,7 +87,7 @@ def test_every_planner_field_reaches_the_planner_under_its_own_name(tiny_lm):
         "rollout_discount": 0.5,
         "rollout_policy": "untried",
     }
-    assert set(changed) | {"world_model_path"} == set(PlannerConfig.field_names())
+    assert set(changed) | {"world_model_path", "value_head"} == set(PlannerConfig.field_names())
     default = PlannerConfig()
     assert all(getattr(default, k) != v for k, v in changed.items())
     agent = make("nesyfs", lm=tiny_lm, **{f"planner.{k}": v for k, v in changed.items()})

@@ -9,37 +9,37 @@ import jax
 import numpy as np
 import pytest
 
-from smcplan.planning import PlanningError
-from smcplan.planning.config import parse_progress
-from smcplan.planning.outcome import Outcome
-from smcplan.planning.places import (
+from smcplan.games import TaskGoal, parse_goal
+from smcplan.games.twx import (
     ALREADY_CLOSED,
     ALREADY_OPEN,
     BLOCKED_REPLY,
-    PlaceMap,
-    TaskGoal,
-    TaskProgress,
     blocked_move,
-    cost_to_go,
-    distances,
     door_state_after,
-    explored,
-    frontier,
-    frontier_distance,
     hides_only,
     imagined_reply,
     impossible_reveal,
     known_exit,
     known_reply,
-    parse_goal,
+    stays_put,
+)
+from smcplan.planning import PlanningError
+from smcplan.planning.config import parse_progress
+from smcplan.planning.outcome import Outcome
+from smcplan.planning.places import (
+    PlaceMap,
+    cost_to_go,
+    distances,
+    explored,
+    frontier,
+    frontier_distance,
     read_step,
     stage,
-    stays_put,
-    step_progress,
     wasted,
 )
 from smcplan.planning.progress import Seen, make_progress
 from smcplan.planning.seen import steps_read
+from smcplan.planning.twist_task import TaskProgress, step_progress
 from tests.tolerance import gamma
 
 COIN_TASK = (

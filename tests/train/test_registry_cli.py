@@ -10,7 +10,8 @@ from smcplan.train.cli import main as train_main
 
 
 def test_the_registry_names_the_trainers():
-    names = ["cold-start", "critic", "critic-head", "grpo-mr", "grpo-mr-head", "world-model"]
+    names = ["cold-start", "critic", "critic-head", "grpo-mr", "grpo-mr-head", "value-head",
+             "world-model"]  # fmt: skip
     assert registry.trainer_names() == names
     from smcplan.train.world_model import run
 
