@@ -48,7 +48,8 @@ guiding the action alone left 12 of 20 actions repeated; guiding the mode as wel
 the "open door to east" loop. The records show it: ``rlvmr_tag_logp`` (the model's tag scores),
 ``rlvmr_tag_bonus``, ``tag_guided`` and ``guided`` (the guide changed the model's choice).
 
-Policy head (``policy_head=<folder>``, an extension: :mod:`smcplan.train.grpo_mr_head`): the
+Policy head (``policy_head=<folder or shipped artifact name>``, an extension:
+:mod:`smcplan.train.grpo_mr_head`): the
 tag and the action are chosen *together* by a linear-softmax head over the step's candidates
 (tag, action) on the frozen model's hidden state
 (:class:`~smcplan.llm.roles.policy_head.PolicyHead`), drawn at ``action_temperature`` (0: the
@@ -189,7 +190,9 @@ class RLVMRAgent(LLMAgent):
                     f"policy_head={policy_head!r} chooses the tag and the action itself; the "
                     "guides (guidance, tag_guidance) must be 0 with it"
                 )
-            self.policy_head = PolicyHead.load(policy_head)
+            from smcplan.llm.artifacts import resolve_artifact
+
+            self.policy_head = PolicyHead.load(resolve_artifact(policy_head, "policy_head"))
         self._head_features: Any = None
         self._head_steps: list[tuple[str, str, str]] = []
 

@@ -500,3 +500,13 @@ def test_zero_iterations_is_the_cold_start_alone_evaluated(tiny_lm, tmp_path):
     head, ref = PolicyHead.load(run["weights"]), PolicyHead.load(tmp_path / "run" / "reference")
     assert run["log"] == [] and np.array_equal(head.weight, ref.weight)
     assert run["heldout_start"]["episodes"] == 1 and run["heldout_start"]["won"] == {"3": True}
+
+
+def test_the_agent_takes_a_head_folder_or_names_the_unknown_one(tiny_lm, tmp_path):
+    from smcplan.agents.rlvmr import RLVMRAgent
+    from smcplan.llm.artifacts import ArtifactError
+
+    PolicyHead.uniform(4, ("planning", "explore")).save(tmp_path / "h")
+    assert RLVMRAgent(tiny_lm, policy_head=str(tmp_path / "h")).policy_head.dim == 4
+    with pytest.raises(ArtifactError, match=r"policy_head='no-such-head'.*known artifacts"):
+        RLVMRAgent(tiny_lm, policy_head="no-such-head")
