@@ -65,7 +65,8 @@ __all__ = [
 ]
 
 STATE = "state.json"
-_RESUMABLE = ("iterations", "resume", "eval_every")  # config keys a resumed run may change
+#: config keys a resumed run may change
+_RESUMABLE = ("iterations", "resume", "eval_every", "feature_cache")
 
 
 @dataclass(frozen=True)
@@ -272,13 +273,10 @@ def train_grpo_mr_head(
     own_env = env is None
     if features is None:
         from smcplan.llm import load_model
-        from smcplan.llm.roles.policy_head import FeatureCache, LMFeatures
+        from smcplan.llm.roles.policy_head import LMFeatures
 
         lm = load_model(cfg.model, threads=cfg.threads, seed=cfg.seed, prefix_cache=False)
-        cache = FeatureCache(cfg.cache_entries)
-        if cfg.feature_cache is not None:
-            cache.load(cfg.feature_cache)
-        features = LMFeatures(lm, cfg.layers, cache, cfg.batch)
+        features = LMFeatures(lm, cfg.layers, starting_cache(cfg), cfg.batch)
     t0 = time.perf_counter()
     ref, head, first = _start(cfg, out, features)
     if first == 0 and getattr(features, "cache", None) is not None:
@@ -352,6 +350,18 @@ def train_grpo_mr_head(
     }
     write_json(out / "train.json", manifest)
     return manifest
+
+
+def starting_cache(cfg: HeadGRPOConfig) -> Any:
+    """The feature cache a run starts with: ``cfg.feature_cache``'s entries for a new run;
+    empty for a resumed one, which loads its own ``features.npz`` (so the file a run started
+    from need not outlive the machine)."""
+    from smcplan.llm.roles.policy_head import FeatureCache
+
+    cache = FeatureCache(cfg.cache_entries)
+    if cfg.feature_cache is not None and not (cfg.resume and (Path(cfg.out) / STATE).is_file()):
+        cache.load(cfg.feature_cache)
+    return cache
 
 
 def _read_json(path: Path) -> dict[str, Any]:

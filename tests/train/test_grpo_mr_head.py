@@ -510,3 +510,19 @@ def test_the_agent_takes_a_head_folder_or_names_the_unknown_one(tiny_lm, tmp_pat
     assert RLVMRAgent(tiny_lm, policy_head=str(tmp_path / "h")).policy_head.dim == 4
     with pytest.raises(ArtifactError, match=r"policy_head='no-such-head'.*known artifacts"):
         RLVMRAgent(tiny_lm, policy_head="no-such-head")
+
+
+def test_a_resumed_run_does_not_need_the_cache_file_it_started_from(tmp_path):
+    from smcplan.llm.roles.policy_head import FeatureCache
+    from smcplan.train.grpo_mr_head import starting_cache
+
+    seed = FeatureCache()
+    seed.lookup("f", "s", ["a", "b"], lambda idx: np.ones((len(idx), 3)))
+    seed.save(tmp_path / "start.npz")
+    cfg = _config(tmp_path / "run", feature_cache=tmp_path / "start.npz")
+    assert len(starting_cache(cfg).rows) == 2  # a new run starts from the file
+    train_grpo_mr_head(_config(tmp_path / "run", iterations=1), env=Corridor(),
+                       features=ToyFeatures(), progress=False)  # fmt: skip
+    (tmp_path / "start.npz").unlink()  # e.g. a /tmp file, gone with the machine
+    resumed = _config(tmp_path / "run", feature_cache=tmp_path / "start.npz", resume=True)
+    assert len(starting_cache(resumed).rows) == 0  # resuming reads the run's own features.npz
