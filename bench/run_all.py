@@ -29,6 +29,7 @@ QUICK: dict[str, list[str]] = {
     "exact_filter": ["--repeats", "10"],
     "kg": ["--quick"],
     "planner_toy": ["--quick"],
+    "twist_cost": ["--repeats", "5"],
     "envs": ["--envs", "twx:coin", "webshop", "toy:household", "--steps", "200"],
     "alfworld_clone": [
         "--seeds",

@@ -1,14 +1,14 @@
 r"""NeSyFS slow thinking: the planner's text entry point, sized and wired for the agents.
 
-NeSyFS calls ``smcplan.plan(task, memory, admissible_actions, ...)``
-(:func:`smcplan.planning.text_components.plan_text`): N particles, each a copy of the agent's
-belief graph plus imagined (action, observation) steps, are propagated H steps with **one batched
-call per role for all particles**, reweighted (``weighting="nesyfs"``:
+NeSyFS plans with the text planner that ``smcplan.plan(task, memory, admissible, ...)`` also
+calls (:class:`smcplan.planning.text_planner.TextPlannerRoles`): N particles, each a copy of the
+agent's belief graph plus imagined (action, observation) steps, are propagated H steps with **one
+batched call per role for all particles**, reweighted (``weighting="nesyfs"``:
 :math:`\omega \leftarrow \omega e^{\lambda\delta}`; ``"twisted"``: properly weighted twisted SMC)
 and resampled; the first action of a surviving particle is executed. :class:`SlowThinker` fixes
 the settings once per agent (a :class:`~smcplan.planning.PlannerConfig` and a
-:class:`~smcplan.planning.Retrieval`), builds the roles once, and hands the planner the agent's
-own triplet extractor (so imagined observations are read the way real ones are), the game's
+:class:`~smcplan.planning.Retrieval`), builds the planner and its roles once, and hands it the
+agent's own triplet extractor (so imagined observations are read the way real ones are), the game's
 home the extractor resolved (:func:`~smcplan.agents.extractors.game_rules`), what the
 episode has seen (:class:`~smcplan.planning.progress.Seen`, for the novelty and rlvmr twists)
 and, with ``world_model="simulator"``, the clone factory the harness gave the agent (an oracle
@@ -35,8 +35,9 @@ from smcplan.agents.context import Context, clip_text
 from smcplan.agents.extractors import Extractor, game_rules
 from smcplan.memory import KnowledgeGraph
 from smcplan.planning import PlannerConfig, PlanningError, PlanResult, Retrieval
-from smcplan.planning.config import WorldModelKind, parse_progress
+from smcplan.planning.config import WorldModelKind
 from smcplan.planning.progress import Seen
+from smcplan.planning.text_planner import TextPlannerRoles
 
 if TYPE_CHECKING:
     from smcplan.llm import LanguageModel
@@ -71,7 +72,8 @@ def slow_thinking_mode(value: Any) -> str:
 
 
 class SlowThinker:
-    r"""Runs :func:`smcplan.plan` (text entry) from the agent's state; returns its
+    r"""The agent's text planner: a :class:`~smcplan.planning.text_planner.TextPlannerRoles`
+    made once (settings resolved, roles built) and called with the agent's state; returns its
     :class:`~smcplan.planning.PlanResult`.
 
     ``config``: the :class:`~smcplan.planning.PlannerConfig` (its fields may also be given as
@@ -97,36 +99,42 @@ class SlowThinker:
         shortlist: Callable[[list[str]], list[str]] | None = None,
         **options: Any,
     ) -> None:
-        config = PlannerConfig.coerce(config, "config")
-        self.config: PlannerConfig = config.replace(**options) if options else config
-        self.retrieval: Retrieval = Retrieval.coerce(retrieval, "retrieval")
-        self.lm = lm
-        cfg = self.config
-        if lm is not None:
-            from smcplan.llm import ActionProposal, ObservationModel, ProgressModel
-
-            if proposer is None and cfg.proposal == "lm":
-                proposer = ActionProposal(lm, temperature=1.0, think=False)
-            if observation_model is None and cfg.world_model is WorldModelKind.LM:
-                observation_model = ObservationModel(
-                    lm,
-                    temperature=float(cfg.observation_temperature),
-                    max_new_tokens=cfg.observation_tokens,
-                )
-            if progress_model is None and "lm" in parse_progress(cfg.progress):
-                progress_model = ProgressModel(lm)
-        if observation_model is None and cfg.world_model is WorldModelKind.LEARNED:
-            from smcplan.planning.learned import learned_observation_model
-
-            observation_model = learned_observation_model(
-                cfg.world_model_path, cfg.observation_tokens, like=lm,
-                temperature=cfg.observation_temperature,
-            )  # fmt: skip
-        self.proposer = proposer
-        self.observation_model = observation_model
-        self.progress_model = progress_model
+        self.planner = TextPlannerRoles(
+            lm,
+            config=config,
+            retrieval=retrieval,
+            simulator_later=True,
+            shortlist=shortlist,
+            proposer=proposer,
+            observation_model=observation_model,
+            progress_model=progress_model,
+            **options,
+        )
         self.simulator = simulator
-        self.shortlist = shortlist
+
+    @property
+    def config(self) -> PlannerConfig:
+        return self.planner.config
+
+    @property
+    def retrieval(self) -> Retrieval:
+        return self.planner.retrieval
+
+    @property
+    def lm(self) -> Any:
+        return self.planner.lm
+
+    @property
+    def proposer(self) -> Any:
+        return self.planner.proposer
+
+    @property
+    def observation_model(self) -> Any:
+        return self.planner.observation_model
+
+    @property
+    def progress_model(self) -> Any:
+        return self.planner.progress_model
 
     @property
     def twist_name(self) -> str:
@@ -148,32 +156,22 @@ class SlowThinker:
         """Plan from the real observation ``ctx.observation`` and ``kg`` (the agent's graph,
         copied per particle, never written); ``extractor`` reads the imagined observations
         (``None``: the particles' graphs are not updated); ``seen``: the episode so far."""
-        from smcplan.planning import plan
-
         if self.config.oracle and self.simulator is None:
             raise PlanningError(
                 "world_model='simulator' but no clone factory was attached: the eval harness "
                 "attaches one (smcplan eval ... --agent-arg world_model=simulator); by hand call "
                 "agent.attach_simulator(env.clone)"
             )
-        rules = game_rules(extractor)
-        return plan(
+        return self.planner.plan(
             ctx.task,
             kg,
             list(admissible),
-            lm=self.lm,
             observation=ctx.observation,
             key=int(seed),
-            config=self.config,
-            retrieval=self.retrieval,
-            simulator=self.simulator,
             seen=seen,
+            simulator=self.simulator,
             extractor=extractor if extractor is not None else "none",
-            env_kind=rules,
-            shortlist=self.shortlist,
-            proposer=self.proposer,
-            observation_model=self.observation_model,
-            progress_model=self.progress_model,
+            env_kind=game_rules(extractor),
         )
 
 

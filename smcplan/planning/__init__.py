@@ -13,14 +13,17 @@
 * :class:`TextParticle` (one imagined future of a text agent: what a text component gets and a
   world model extends) and :class:`Outcome` (what the environment said about one imagined
   step);
-* :func:`build_text_planner` / :func:`run_text_planner` — the text planner in two steps (build
-  the components from the inputs, validated once; run :func:`tsmc` on them with a key), a
-  :class:`TextPlanner` in between; ``plan(task, ...)`` is both;
+* :class:`TextPlannerRoles` — the text planner built once (settings resolved, roles built;
+  an agent holds one), whose ``.plan(task, memory, admissible, key=...)`` plans one decision;
+  :func:`build_text_planner` / :func:`run_text_planner` — one decision in two steps (build
+  the components from the inputs; run :func:`tsmc` on them with a key), a :class:`TextPlanner`
+  in between; ``plan(task, ...)`` is both; all of them call :class:`TextPlannerRoles`;
 * POMDP components in :mod:`smcplan.planning.pomdp_components`; the text planner's particle in
   :mod:`smcplan.planning.text_particle`, its graph update in :mod:`smcplan.planning.graph_update`,
-  its language-model proposal and world model in :mod:`smcplan.planning.text_roles`, and its
-  build and run in :mod:`smcplan.planning.text_components` (which imports ``smcplan.llm`` only
-  when it builds the default roles, so the toy path imports no torch).
+  its language-model proposal and world model in :mod:`smcplan.planning.text_roles`, the
+  planner object in :mod:`smcplan.planning.text_planner` and the functional entry points in
+  :mod:`smcplan.planning.text_components` (which import ``smcplan.llm`` only when they build
+  the default roles, so the toy path imports no torch).
 
 Imports ``smcplan.smc`` and ``smcplan.pomdp`` (and, lazily, ``smcplan.llm`` and
 ``smcplan.memory``); never agents, eval or cli.
@@ -49,6 +52,7 @@ from smcplan.planning.plan import plan, plan_pomdp
 from smcplan.planning.result import PlanResult
 from smcplan.planning.text_components import TextPlanner, build_text_planner, run_text_planner
 from smcplan.planning.text_particle import TextParticle
+from smcplan.planning.text_planner import TextPlannerRoles
 from smcplan.planning.tsmc import CHOICES, WEIGHTINGS, tsmc
 
 __all__ = [
@@ -58,6 +62,7 @@ __all__ = [
     "build_text_planner",
     "run_text_planner",
     "TextPlanner",
+    "TextPlannerRoles",
     "PlanResult",
     "PlanningError",
     "ComponentError",

@@ -1,6 +1,7 @@
 """What an episode has seen, read from its observations: the places visited, the entities named,
 the actions taken, whether the last one failed, and the place map (:class:`Seen`); how one
-observation is read (:func:`place_and_entities`, :func:`looks_failed`, :func:`steps_read`).
+observation is read (:func:`place_and_entities`, :func:`looks_failed`; a particle's steps,
+:func:`steps_read`, one at a time :func:`step_read`).
 
 The count-based and rule-based twists (:mod:`smcplan.planning.twist_rules`) and the task twist
 (:mod:`smcplan.planning.twist_task`) score a particle's imagined steps against it.  Every
@@ -18,7 +19,7 @@ from typing import Any, NamedTuple
 from smcplan.games import NOT_THINGS, GameRules, rules_for
 from smcplan.planning.places import PlaceMap, read_step
 
-__all__ = ["Seen", "place_and_entities", "looks_failed", "steps_read"]
+__all__ = ["Seen", "place_and_entities", "looks_failed", "steps_read", "step_read"]
 
 _PLACE_PREDICATES = ("in", "at")
 
@@ -123,34 +124,50 @@ def steps_read(
     out = []
     here = start
     doors = dict(layout.doors) if layout is not None else {}
-    for i, (a, o) in enumerate(particle.steps):
-        known = (
-            particle.triplets[i]
-            if i < len(getattr(particle, "triplets", ())) and particle.triplets[i]
-            else None
-        )
-        if layout is not None:
-            reply = rules.imagined_reply(doors, layout.exits, here, a, o)
-            if reply != o:
-                o, known = reply, None
-        door = rules.door_after(a, o) if here is not None else None
-        if door is not None:  # the particle's own door changes, for its later steps
-            doors[(here, door[0])] = door[1]
-        place, names = place_and_entities(o, a, rules, triplets=known)
-        if place is None and known is not None:  # the agent's own extractor may not mark places
-            place, _ = place_and_entities(o, a, rules)
-        if rules.stays_put(a):  # the place it names is the one the agent was in (or a slip)
-            place = None
-        if rules.hides_only(a):  # closing shows nothing new
-            names = set()
-        mapped = rules.known_exit(layout.exits, here, a) if layout is not None else None
-        if mapped is not None:
-            if place is not None:  # the reply says the agent moved: to where the map says
-                names = (names - {place}) | {mapped}
-                place = mapped
-            revealed = rules.revealed_place(o)
-            if revealed is not None:  # the door opens onto the room the map already knows
-                names = (names - {revealed}) | {mapped}
-        here = place or here
+    for i in range(len(particle.steps)):
+        place, names, here, doors = step_read(particle, i, rules, layout, here, doors)
         out.append((place, names))
     return out
+
+
+def step_read(
+    particle: Any,
+    i: int,
+    rules: GameRules,
+    layout: PlaceMap | None,
+    here: str | None,
+    doors: dict[tuple[str, str], str],
+) -> tuple[str | None, set[str], str | None, dict[tuple[str, str], str]]:
+    """Step ``i`` of :func:`steps_read`: ``(place, entities, here, doors)``, from the place
+    ``here`` the particle is in before it and the ``doors`` as its earlier steps left them
+    (``dict(layout.doors)`` before step 0); returns the ones after it (``doors`` is never
+    written: a changed door gives a new dict)."""
+    a, o = particle.steps[i]
+    known = (
+        particle.triplets[i]
+        if i < len(getattr(particle, "triplets", ())) and particle.triplets[i]
+        else None
+    )
+    if layout is not None:
+        reply = rules.imagined_reply(doors, layout.exits, here, a, o)
+        if reply != o:
+            o, known = reply, None
+    door = rules.door_after(a, o) if here is not None else None
+    if door is not None:  # the particle's own door changes, for its later steps
+        doors = {**doors, (here, door[0]): door[1]}
+    place, names = place_and_entities(o, a, rules, triplets=known)
+    if place is None and known is not None:  # the agent's own extractor may not mark places
+        place, _ = place_and_entities(o, a, rules)
+    if rules.stays_put(a):  # the place it names is the one the agent was in (or a slip)
+        place = None
+    if rules.hides_only(a):  # closing shows nothing new
+        names = set()
+    mapped = rules.known_exit(layout.exits, here, a) if layout is not None else None
+    if mapped is not None:
+        if place is not None:  # the reply says the agent moved: to where the map says
+            names = (names - {place}) | {mapped}
+            place = mapped
+        revealed = rules.revealed_place(o)
+        if revealed is not None:  # the door opens onto the room the map already knows
+            names = (names - {revealed}) | {mapped}
+    return place, names, place or here, doors

@@ -113,6 +113,13 @@ class TextParticle:
         steps it, after copying a shared one.
     root_score
         The real score at the root (``score`` before any step).
+    memo
+        What twists carry for this particle (a dict per particle object, keyed by the twist;
+        not an argument, not compared, not shown): a twist stores its summary of the path here
+        and reads its parent's from ``parent_memo`` (the ``memo`` of the particle this one was
+        :meth:`extend` ed from; ``None`` at the root or for a particle made otherwise), so a
+        planner step costs it one step, whatever the path's length
+        (:mod:`smcplan.planning.twist_carry`).
     """
 
     kg: KnowledgeGraph | None
@@ -123,6 +130,8 @@ class TextParticle:
     admissible: tuple[str, ...] | None = None
     env: Any = field(default=None, compare=False, repr=False)
     root_score: float = 0.0
+    memo: dict = field(default_factory=dict, init=False, compare=False, repr=False)
+    parent_memo: dict | None = field(default=None, init=False, compare=False, repr=False)
 
     @property
     def observation(self) -> str:
@@ -161,11 +170,12 @@ class TextParticle:
         ``(action, observation)``, ``outcomes`` gains ``outcome`` (default: the score carried
         over, nothing else known), ``triplets`` gains ``triplets``; ``kg`` replaces the graph
         (default: this one's), ``admissible`` sets the next proposal's actions (default: this
-        one's) and ``env`` the environment copy (default: none)."""
+        one's) and ``env`` the environment copy (default: none); its ``parent_memo`` is this
+        one's ``memo``."""
         kg_triples = tuple(
             tuple(t.as_tuple()) if hasattr(t, "as_tuple") else tuple(t) for t in triplets
         )
-        return replace(
+        child = replace(
             self,
             kg=self.kg if kg is None else kg,
             steps=(*self.steps, (action, observation)),
@@ -177,6 +187,8 @@ class TextParticle:
             admissible=self.admissible if admissible is None else tuple(admissible),
             env=env,
         )
+        object.__setattr__(child, "parent_memo", self.memo)  # the twists' summaries, one step back
+        return child
 
     def facts(self, task: str, retrieval: Retrieval = DEFAULT_RETRIEVAL) -> list[Triple]:
         r""":math:`\tau = R(G, \text{task})` as ``(s, p, o)`` tuples (empty without a graph)."""

@@ -13,12 +13,12 @@ import numpy as np
 
 from smcplan.planning.components import PlanningError, Score
 from smcplan.planning.config import ROLLOUT_POLICIES
-from smcplan.planning.twist_rules import Cumulative
+from smcplan.planning.twist_carry import Incremental
 
 __all__ = ["EnvProgress"]
 
 
-class EnvProgress(Cumulative):
+class EnvProgress(Incremental):
     r""":math:`\delta_t = \Delta\mathrm{score}_t + (1 + H - t)([\mathrm{won}_t] -
     [\mathrm{lost}_t])`, plus at t = H the Monte Carlo leaf value :math:`\hat V(x_H)` of
     ``rollouts`` M uniform rollouts of at most ``rollout_steps`` R steps, discounted by
@@ -48,20 +48,30 @@ class EnvProgress(Cumulative):
 
     def __call__(self, key: jax.Array, particles: list[Any], t: int, horizon: int) -> Score:
         self.horizon = int(horizon)
-        per = [self.deltas(p) for p in particles]
+        per = [self.carried(p) for p in particles]
+        deltas = [c.delta for c in per]
+        totals = [c.total for c in per]
         if self.rollouts > 0 and t == self.horizon:
             keys = jax.random.split(key, len(particles))
             for i, (p, k) in enumerate(zip(particles, keys, strict=True)):
-                per[i][-1] += self.leaf_value(k, p)
-        return Score(jnp.asarray([d[-1] for d in per]), jnp.asarray([float(sum(d)) for d in per]))
+                deltas[i] = per[i].delta + self.leaf_value(k, p)
+                totals[i] = per[i].before + deltas[i]
+        return Score(jnp.asarray(deltas), jnp.asarray([float(x) for x in totals]))
 
-    def deltas(self, particle: Any) -> list[float]:
-        out, done = [], False
-        for t, oc in enumerate(particle.outcomes, start=1):
-            end = (1 + self.horizon - t) * (float(oc.won) - float(oc.lost))
-            out.append(0.0 if done else float(oc.gain) + end)
-            done = done or oc.done
-        return out
+    # the summary carried per particle (smcplan.planning.twist_carry): whether the episode ended
+    def length(self, particle: Any) -> int:
+        return len(particle.outcomes)
+
+    def memo_key(self) -> Any:
+        return (super().memo_key(), self.horizon)  # the ending term reads H
+
+    def start(self) -> Any:
+        return False
+
+    def advance(self, state: Any, particle: Any, i: int) -> tuple[Any, float]:
+        oc = particle.outcomes[i]
+        end = (1 + self.horizon - (i + 1)) * (float(oc.won) - float(oc.lost))
+        return state or oc.done, 0.0 if state else float(oc.gain) + end
 
     def leaf_value(self, key: jax.Array, particle: Any) -> float:
         r""":math:`\hat V(x_H)`: the mean discounted return of M uniform rollouts, each from its

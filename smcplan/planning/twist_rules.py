@@ -1,7 +1,8 @@
 r"""The count-based and rule-based twists ``progress="novelty"`` and ``progress="rlvmr"``
-(the math is in :mod:`smcplan.planning.progress`), both LLM-free: each scores a particle's whole
+(the math is in :mod:`smcplan.planning.progress`), both LLM-free: each scores a particle's
 imagined path against what the episode has seen (:class:`~smcplan.planning.seen.Seen`), with
-:math:`\log\psi_t = \sum_{s\le t}\delta_s`.  ``env_kind`` is the game's home
+:math:`\log\psi_t = \sum_{s\le t}\delta_s`, one step per planner step from the summary the
+particle carries (:mod:`smcplan.planning.twist_carry`).  ``env_kind`` is the game's home
 (:class:`smcplan.games.GameRules`, or the env name that resolves it): it reads the steps and says
 which imagined reply failed (a step's own ``invalid`` flag, where its outcome has one, decides
 first).
@@ -11,32 +12,25 @@ from __future__ import annotations
 
 from typing import Any
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from smcplan.games import GameRules, rules_for
-from smcplan.planning.components import Score
 from smcplan.planning.outcome import DONE_ACTION
-from smcplan.planning.seen import Seen, steps_read
+from smcplan.planning.seen import Seen, step_read
+from smcplan.planning.twist_carry import Incremental
 
 __all__ = ["Cumulative", "NoveltyProgress", "ProcessProgress"]
 
-
-class Cumulative:
-    """log psi_t = sum of the particle's deltas so far (computed from its whole path)."""
-
-    def deltas(self, particle: Any) -> list[float]:  # pragma: no cover - every subclass defines it
-        raise NotImplementedError
-
-    def __call__(self, key: jax.Array, particles: list[Any], t: int, horizon: int) -> Score:
-        per = [self.deltas(p) for p in particles]
-        return Score(jnp.asarray([d[-1] for d in per]), jnp.asarray([float(sum(d)) for d in per]))
+#: The base of the cumulative twists (:class:`~smcplan.planning.twist_carry.Incremental`: the
+#: summary of the path carried per particle, one step per planner step).
+Cumulative = Incremental
 
 
-class NoveltyProgress(Cumulative):
+class NoveltyProgress(Incremental):
     r""":math:`\delta_t = \tfrac12(1/\sqrt{1 + n(\ell_t)} + [\text{a new entity}])` (module
-    docstring)."""
+    docstring).  Carries per particle: the reader's place and doors
+    (:func:`~smcplan.planning.seen.step_read`), the visit counts, the entities seen and the
+    current place."""
 
     __name__ = "novelty"
 
@@ -45,30 +39,31 @@ class NoveltyProgress(Cumulative):
         self.env_kind = env_kind
         self.rules = rules_for(env_kind)
 
-    def deltas(self, particle: Any) -> list[float]:
-        visits, entities, place = dict(self.seen.visits), set(self.seen.entities), self.seen.place
-        out = []
-        for (a, _), (read, names) in zip(
-            particle.steps,
-            steps_read(particle, self.rules, self.seen.layout, self.seen.place),
-            strict=True,
-        ):
-            if a == DONE_ACTION:
-                out.append(0.0)
-                continue
-            place = read or place
-            count = 0.0
-            if place is not None:
-                n = visits.get(place, 0)
-                count = 1.0 / float(np.sqrt(1.0 + n))
-                visits[place] = n + 1
-            out.append(0.5 * (count + float(bool(names - entities))))
-            entities |= names
-        return out
+    def start(self) -> Any:
+        seen = self.seen
+        read = (seen.place, dict(seen.layout.doors))
+        return read, dict(seen.visits), frozenset(seen.entities), seen.place
+
+    def advance(self, state: Any, particle: Any, i: int) -> tuple[Any, float]:
+        (here, doors), visits, entities, place = state
+        read, names, here, doors = step_read(particle, i, self.rules, self.seen.layout, here, doors)
+        if particle.steps[i][0] == DONE_ACTION:
+            return ((here, doors), visits, entities, place), 0.0
+        place = read or place
+        count = 0.0
+        if place is not None:
+            n = visits.get(place, 0)
+            count = 1.0 / float(np.sqrt(1.0 + n))
+            visits = {**visits, place: n + 1}
+        delta = 0.5 * (count + float(bool(names - entities)))
+        entities = entities | names if names - entities else entities
+        return ((here, doors), visits, entities, place), delta
 
 
-class ProcessProgress(Cumulative):
-    r"""RLVMR's explore and reflection rules on imagined steps (module docstring)."""
+class ProcessProgress(Incremental):
+    r"""RLVMR's explore and reflection rules on imagined steps (module docstring).  Carries per
+    particle: the reader's place and doors, the actions and places seen, and whether the last
+    step failed and its action."""
 
     __name__ = "rlvmr"
 
@@ -77,33 +72,33 @@ class ProcessProgress(Cumulative):
         self.env_kind = env_kind
         self.rules = rules_for(env_kind)
 
-    def deltas(self, particle: Any) -> list[float]:
-        actions, places = set(self.seen.actions), set(self.seen.places)
-        prev_failed = self.seen.last_failed
-        prev_action = self.seen.actions[-1] if self.seen.actions else None
-        out = []
-        reads = steps_read(particle, self.rules, self.seen.layout, self.seen.place)
+    def start(self) -> Any:
+        seen = self.seen
+        read = (seen.place, dict(seen.layout.doors))
+        prev_action = seen.actions[-1] if seen.actions else None
+        return read, frozenset(seen.actions), frozenset(seen.places), seen.last_failed, prev_action
+
+    def advance(self, state: Any, particle: Any, i: int) -> tuple[Any, float]:
+        (here, doors), actions, places, prev_failed, prev_action = state
+        a, o = particle.steps[i]
         outcomes = getattr(particle, "outcomes", ())
-        for i, (a, o) in enumerate(particle.steps):
-            failed = (
-                bool(outcomes[i].invalid)
-                if i < len(outcomes) and outcomes[i].invalid
-                else self.rules.is_failure(o)
-            )
-            place = reads[i][0]
-            if a == DONE_ACTION or failed:
-                d = 0.0
-            elif prev_failed and a != prev_action:
-                d = 1.0  # reflection: a different action right after a failure
-            elif prev_failed and a == prev_action:
-                d = 0.0  # repetition: the action that has just failed, again
-            elif a not in actions or (place is not None and place not in places):
-                d = 1.0  # explore: a new action or a new place
-            else:
-                d = 0.0  # repetition
-            out.append(d)
-            actions.add(a)
-            if place is not None:
-                places.add(place)
-            prev_failed, prev_action = failed, a
-        return out
+        failed = (
+            bool(outcomes[i].invalid)
+            if i < len(outcomes) and outcomes[i].invalid
+            else self.rules.is_failure(o)
+        )
+        place, _, here, doors = step_read(particle, i, self.rules, self.seen.layout, here, doors)
+        if a == DONE_ACTION or failed:
+            d = 0.0
+        elif prev_failed and a != prev_action:
+            d = 1.0  # reflection: a different action right after a failure
+        elif prev_failed and a == prev_action:
+            d = 0.0  # repetition: the action that has just failed, again
+        elif a not in actions or (place is not None and place not in places):
+            d = 1.0  # explore: a new action or a new place
+        else:
+            d = 0.0  # repetition
+        actions = actions if a in actions else actions | {a}
+        if place is not None and place not in places:
+            places = places | {place}
+        return ((here, doors), actions, places, failed, a), d

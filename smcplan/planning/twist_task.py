@@ -29,7 +29,8 @@ paths reaching the same place the shorter one wins; taking a thing the task does
 :math:`h` = the home's ``hold_penalty``, for a game whose agent holds one thing).  Steps after
 the particle's episode ended score 0; :math:`\log\psi_t = \sum_{s\le t}\delta_s`.  LLM-free
 and exact given the observations.  Each imagined step is read with ``imagined=True``: where the
-map already decides the reply, that reply is read.
+map already decides the reply, that reply is read.  Each particle carries its map (one
+:func:`~smcplan.planning.places.read_step` per planner step, :mod:`smcplan.planning.twist_carry`).
 
 Imports the place map, ``smcplan.games`` (the protocol) and the planner's component types only.
 """
@@ -38,11 +39,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import jax
-import jax.numpy as jnp
-
 from smcplan.games import GameRules, TaskGoal, rules_for
-from smcplan.planning.components import Score
 from smcplan.planning.outcome import DONE_ACTION
 from smcplan.planning.places import (
     PlaceMap,
@@ -53,15 +50,18 @@ from smcplan.planning.places import (
     stage,
     wasted,
 )
+from smcplan.planning.twist_carry import Incremental
 
 __all__ = ["TaskProgress", "step_progress"]
 
 
-class TaskProgress:
+class TaskProgress(Incremental):
     r"""``progress="task"``: :math:`\delta_t` of the module docstring, from the episode's map
     ``root`` (:attr:`smcplan.planning.progress.Seen.layout`) and the particle's own steps;
     ``env_kind``: the game's home (or the env name :func:`smcplan.games.rules_for` resolves),
-    which parses the task and reads the steps."""
+    which parses the task and reads the steps.  Carries per particle its map :math:`M_t` and
+    whether its episode ended (:mod:`smcplan.planning.twist_carry`): a step compares the map
+    before and after it."""
 
     __name__ = "task"
 
@@ -73,23 +73,18 @@ class TaskProgress:
         self.root = root or PlaceMap()
         self.env_kind = env_kind
 
-    def deltas(self, particle: Any) -> list[float]:
-        """:math:`\\delta_t` of each of ``particle.steps``."""
-        m, out, done = self.root, [], False
-        outcomes = getattr(particle, "outcomes", ())
-        for i, (a, o) in enumerate(particle.steps):
-            if done or a == DONE_ACTION:
-                out.append(0.0)
-                continue
-            new = read_step(m, a, o, self.rules, imagined=True)
-            out.append(step_progress(m, new, self.goal, self.rules))
-            m = new
-            done = bool(i < len(outcomes) and outcomes[i].done)
-        return out
+    def start(self) -> Any:
+        return self.root, False
 
-    def __call__(self, key: jax.Array, particles: list[Any], t: int, horizon: int) -> Score:
-        per = [self.deltas(p) for p in particles]
-        return Score(jnp.asarray([d[-1] for d in per]), jnp.asarray([float(sum(d)) for d in per]))
+    def advance(self, state: Any, particle: Any, i: int) -> tuple[Any, float]:
+        m, done = state
+        a, o = particle.steps[i]
+        if done or a == DONE_ACTION:
+            return state, 0.0
+        new = read_step(m, a, o, self.rules, imagined=True)
+        delta = step_progress(m, new, self.goal, self.rules)
+        outcomes = getattr(particle, "outcomes", ())
+        return (new, bool(i < len(outcomes) and outcomes[i].done)), delta
 
 
 def step_progress(
