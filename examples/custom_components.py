@@ -125,6 +125,7 @@ def main() -> None:
                 world_model="simulator",
                 simulator=env.clone,
                 weighting="twisted",
+                choice="sample",  # j ~ Cat(W): the twisted target's draw
                 num_particles=args.particles,
                 horizon=args.horizon,
             )

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -42,3 +44,18 @@ def test_custom_components_plays_twx_coin_with_its_own_proposal_and_twist():
         "planned with proposal explore_first, twist CoinTwist, world model simulator "
         "(oracle: True)" in last
     ), out
+
+
+@pytest.mark.slow
+def test_plan_loop_wins_twx_coin_with_plans_text_defaults_and_no_oracle():
+    """examples/plan_loop.py: an agent builder's loop calling smcplan.plan() every step with its
+    text defaults (the learned world model shipped in models/trained/, loaded from the
+    repository with the network off) wins dev seed 10000 with no oracle (loads the real
+    SmolLM2: about 25 s on the shared 2-core CPU, docs/planning.md)."""
+    out = run_example("plan_loop.py")
+    lines = out.strip().splitlines()
+    assert lines[-1].startswith("== won: True"), out
+    assert "world model learned twx-coin-world-model (oracle: False)" in lines[-1], out
+    assert "horizon 1, twist task+novelty" in lines[-1], out
+    steps = [line for line in lines if line.startswith("[")]
+    assert steps and all(line.endswith(" s)") for line in steps), out

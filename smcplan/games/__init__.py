@@ -68,6 +68,7 @@ __all__ = [
     "family_of",
     "parse_goal",
     "is_failure",
+    "DEFAULT_WORLD_MODEL",
 ]
 
 #: every text home's failure replies, each listed once in its home
@@ -82,6 +83,10 @@ FAILURE_REPLIES = (
 INVALID_REPLIES = (twx.INVALID_REPLY, scienceworld.INVALID_REPLY, alfworld.INVALID_REPLY)
 #: every home's task templates, in the order ``auto`` tries them
 GOALS = (twx.GOALS[0], *alfworld.GOALS, twx.GOALS[1], *scienceworld.GOALS)
+
+#: the shipped learned world model that ``smcplan.plan``'s text defaults load
+#: (:data:`smcplan.planning.config.PLAN_TEXT_DEFAULTS`): the only one shipped so far, its home's
+DEFAULT_WORLD_MODEL = twx.WORLD_MODEL
 
 #: family -> the home's rules, built for an ``env_kind``
 FAMILIES: dict[str, Any] = {

@@ -69,6 +69,9 @@ INVALID_REPLY = "Unknown action"
 #: list, which named no game for it)
 FAILURE_REPLIES = (INVALID_REPLY, "That is already", "You can't", "I'm not sure")
 
+#: the learned world model shipped for this family (``models/trained/``, a LoRA adapter on
+#: SmolLM2-135M trained on coin transitions; :mod:`smcplan.llm.artifacts`)
+WORLD_MODEL = "twx-coin-world-model"
 #: the task templates: mapreader, then coin
 GOALS = (
     re.compile(

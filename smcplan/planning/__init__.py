@@ -2,7 +2,9 @@
 
 * :func:`tsmc` — the algorithm (NeSyFS weighting or properly weighted twisted SMC);
 * :func:`plan` — the drop-in slow thinker: ``plan(pomdp, belief, key, num_particles, horizon)``
-  for toy POMDPs, ``plan(task, memory, admissible_actions, lm=...)`` for text agents;
+  for toy POMDPs, ``plan(task, memory, admissible_actions)`` for text agents (without
+  ``config=``, its text defaults :data:`PLAN_TEXT_DEFAULTS`: the shipped learned world model,
+  no oracle);
 * :class:`PlannerConfig`, :class:`Retrieval` — the text planner's settings, validated once;
 * :class:`PlanResult` — chosen action, weight mass per first action, particles, log-weights,
   ancestry, ESS, log Z, calls per component;
@@ -41,6 +43,7 @@ from smcplan.planning.components import (
     WorldModel,
 )
 from smcplan.planning.config import (
+    PLAN_TEXT_DEFAULTS,
     PROGRESS,
     WORLD_MODELS,
     PlannerConfig,
@@ -82,4 +85,5 @@ __all__ = [
     "WORLD_MODELS",
     "WorldModelKind",
     "PROGRESS",
+    "PLAN_TEXT_DEFAULTS",
 ]

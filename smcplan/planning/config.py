@@ -13,7 +13,8 @@ known fields when a key is unknown.  The toy-POMDP entry point
 ``weighting="twisted"``, ``world_model=WorldModelKind.EXACT``): exact models are cheap and its
 lookahead needs many uniform rollouts (docs/planning.md).
 
-Imports only the planner's own modules; never agents, eval or cli.
+Imports the planner's own modules and :mod:`smcplan.games` (the default world model's name); never
+agents, eval or cli.
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 from smcplan.errors import Settings
+from smcplan.games import DEFAULT_WORLD_MODEL
 from smcplan.memory.retrieval import DEFAULT_RETRIEVAL, Retrieval
 from smcplan.planning.checks import TIE_BREAKS, validate_config
 from smcplan.planning.components import PlanningError
@@ -40,6 +43,8 @@ __all__ = [
     "ROLLOUT_POLICIES",
     "parse_progress",
     "world_model_of",
+    "PLAN_TEXT_DEFAULTS",
+    "plan_text_config",
 ]
 
 
@@ -302,3 +307,49 @@ def parse_progress(spec: Any) -> tuple[str, ...]:
     if len(set(names)) != len(names):
         raise PlanningError(f"progress {spec!r} names a twist twice")
     return names
+
+
+#: ``smcplan.plan(task, ...)``'s settings when no ``config=`` is given: the best configuration
+#: without an oracle measured so far (``make demo``'s slow thinker; docs/planning.md, "plan()'s
+#: text defaults"): the shipped learned world model imagines every admissible action once
+#: (N = |A|, H = 1, greedy), the task+novelty twist scores each imagined step and the best one
+#: is taken.  :class:`PlannerConfig`'s own defaults (the agents') are unchanged.
+PLAN_TEXT_DEFAULTS: Mapping[str, Any] = MappingProxyType(
+    {
+        "world_model": WorldModelKind.LEARNED,
+        "world_model_path": DEFAULT_WORLD_MODEL,
+        "particles_per_action": 1,
+        "horizon": 1,
+        "progress": "task+novelty",
+        "choice": "max_weight",
+        "observation_temperature": 0.0,
+        "proposal": "uniform",
+    }
+)
+
+
+def plan_text_config(
+    options: Mapping[str, Any], *, proposal: Any = None, world_model: Any = None
+) -> PlannerConfig:
+    """The :class:`PlannerConfig` of a text ``plan()`` called without ``config=``:
+    :data:`PLAN_TEXT_DEFAULTS` under the caller's ``options`` (and a built-in ``proposal`` or
+    ``world_model`` given by name).  Two defaults hold only beside the others they serve:
+    ``world_model_path`` only while the world model is ``"learned"``, and
+    ``particles_per_action=1`` only while the proposal is the built-in ``"uniform"`` and
+    ``num_particles`` is not given (a caller's ``num_particles=8``, ``proposal="lm"`` or own
+    proposal callable means N particles drawn by that proposal).  Either one given explicitly
+    is kept, and checked as usual."""
+    given = dict(options)
+    PlannerConfig.check_keys(given)
+    for role, value in (("proposal", proposal), ("world_model", world_model)):
+        if isinstance(value, str):
+            given[role] = value
+    settings = {**PLAN_TEXT_DEFAULTS, **given}
+    if "world_model_path" not in given and settings["world_model"] != WorldModelKind.LEARNED:
+        del settings["world_model_path"]
+    own_proposal = proposal is not None and not isinstance(proposal, str)
+    if "particles_per_action" not in given and (
+        own_proposal or "num_particles" in given or settings["proposal"] != "uniform"
+    ):
+        settings["particles_per_action"] = 0
+    return PlannerConfig(**settings)

@@ -26,6 +26,7 @@ import functools
 import os
 from typing import Any
 
+from smcplan.games import DEFAULT_WORLD_MODEL
 from smcplan.planning.components import PlanningError
 from smcplan.planning.outcome import Outcome
 
@@ -58,9 +59,19 @@ def _load(path: str, threads: int | None) -> Any:
 def learned_lm(path: str, threads: int | None = None) -> Any:
     """The :class:`smcplan.llm.LanguageModel` of the learned world model at ``path`` (a folder or
     a shipped artifact's name; cached)."""
-    from smcplan.llm.artifacts import resolve_artifact
+    from smcplan.llm.artifacts import ArtifactError, resolve_artifact, trained_dir
 
-    folder = resolve_artifact(path, "world_model_path")
+    try:
+        folder = resolve_artifact(path, "world_model_path")
+    except ArtifactError as exc:
+        if path != DEFAULT_WORLD_MODEL:
+            raise
+        raise ArtifactError(
+            f"{exc}.  {path!r} is the world model plan()'s text defaults load, shipped in "
+            f"{trained_dir() / path}: restore it (git checkout -- models/trained/{path}, or "
+            "rebuild it with `make models`), or pass world_model_path= another adapter folder, "
+            "or another world model (world_model='lm' with lm=, or 'simulator' with simulator=)"
+        ) from None
     return _load(os.path.abspath(folder), threads)
 
 

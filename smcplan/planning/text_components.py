@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from smcplan.games import GameRules
 from smcplan.memory import KnowledgeGraph
 from smcplan.planning.components import Proposal, Twist, WorldModel
-from smcplan.planning.config import PlannerConfig, Retrieval
+from smcplan.planning.config import PlannerConfig, Retrieval, plan_text_config
 from smcplan.planning.result import PlanResult
 from smcplan.planning.seen import Seen
 from smcplan.planning.text_planner import (
@@ -48,7 +48,7 @@ def build_text_planner(
     retrieval: Retrieval | None = None,
     simulator: Any = None,
     seen: Seen | None = None,
-    extractor: str | Callable = "llm",
+    extractor: str | Callable = "rule",
     env_kind: GameRules | str = "auto",
     shortlist: Callable[[list[str]], list[str]] | None = None,
     proposer: Any = None,
@@ -66,6 +66,9 @@ def build_text_planner(
     :meth:`~TextPlannerRoles.build`.  The parameters are those of :func:`plan_text` but
     ``key``; the same inputs raise the same :class:`PlanningError`."""
     admissible = check_inputs(task, memory, admissible_actions)
+    if config is None:  # plan()'s text defaults, under the caller's options
+        config = plan_text_config(options, proposal=proposal, world_model=world_model)
+        options = {}
     roles = TextPlannerRoles(
         lm,
         config=config,
@@ -105,7 +108,7 @@ def plan_text(
     retrieval: Retrieval | None = None,
     simulator: Any = None,
     seen: Seen | None = None,
-    extractor: str | Callable = "llm",
+    extractor: str | Callable = "rule",
     env_kind: GameRules | str = "auto",
     shortlist: Callable[[list[str]], list[str]] | None = None,
     proposer: Any = None,
@@ -126,8 +129,15 @@ def plan_text(
     real observation.  ``config``: a :class:`~smcplan.planning.config.PlannerConfig` (N, H,
     :math:`\lambda`, weighting, resampling, ESS threshold, choice, tie-break, ``world_model``,
     ``progress``, ``proposal``); its fields may also be given as keywords (``num_particles=8``),
-    which override ``config``.  ``retrieval``: the particles' graph retrieval
-    (:class:`~smcplan.planning.config.Retrieval`).
+    which override ``config``.  Without ``config`` the settings are plan()'s text defaults,
+    :data:`~smcplan.planning.config.PLAN_TEXT_DEFAULTS`, under the keywords given
+    (:func:`~smcplan.planning.config.plan_text_config`): the best configuration without an
+    oracle measured so far, the shipped learned world model ``"twx-coin-world-model"``
+    imagining every admissible action once (``particles_per_action=1``: N = :math:`|A|`;
+    ``horizon=1``; ``observation_temperature=0``), ``progress="task+novelty"``,
+    ``choice="max_weight"``, ``proposal="uniform"``; no ``lm`` is needed (docs/planning.md,
+    "plan()'s text defaults", says what each costs per step).  ``retrieval``: the particles'
+    graph retrieval (:class:`~smcplan.planning.config.Retrieval`).
 
     * ``world_model="lm"``: observations predicted by the model (``observation_model``);
       ``"learned"``: by the fine-tuned model at ``world_model_path`` (same role and prompt;
@@ -162,8 +172,10 @@ def plan_text(
     (``proposal_kind``, ``world_model_kind``, ``progress``: the built-in's name or your
     component's).
 
-    ``lm``: the :class:`smcplan.llm.LanguageModel` the default roles are built on; ``extractor``
-    reads each imagined observation into the particle's graph copy (:class:`GraphUpdate`).
+    ``lm``: the :class:`smcplan.llm.LanguageModel` the ``"lm"`` roles are built on; ``extractor``
+    reads each imagined observation into the particle's graph copy (:class:`GraphUpdate`):
+    ``"rule"`` (the default: the game's home's templates), ``"llm"`` (the LLM triplet
+    extractor on ``lm``), ``"none"`` or a callable.
     """
     return run_text_planner(
         build_text_planner(

@@ -345,8 +345,9 @@ def run_planner(planner: TextPlanner, key: Any = 0) -> PlanResult:
     ``proposal_kind`` (the built-in's name, or the user's component's name: a function's
     ``__name__``, an object's class name), ``custom`` (the roles the user supplied), ``oracle``
     (the simulator world model, or a user's world model with ``oracle = True``), and where they
-    apply the learned model's path, the clones made, the rollout settings and environment steps,
-    and the twist parts that told particles apart (``informative``)."""
+    apply the learned model's path, the LM or learned world model's ``observation_temperature``,
+    ``particles_per_action``, the clones made, the rollout settings and environment steps, and
+    the twist parts that told particles apart (``informative``)."""
     from smcplan.planning.batch import as_key
 
     if planner._runs:
@@ -388,6 +389,10 @@ def run_planner(planner: TextPlanner, key: Any = 0) -> PlanResult:
     )
     if cfg.world_model_path is not None and "world_model" not in custom:
         result.config["world_model_path"] = cfg.world_model_path
+    if not planner.simulated and "world_model" not in custom:
+        result.config["observation_temperature"] = float(cfg.observation_temperature)
+    if cfg.particles_per_action and "proposal" not in custom:
+        result.config["particles_per_action"] = cfg.particles_per_action
     if planner.simulated:
         result.config["clones"] = world.clones
     if cfg.rollouts:

@@ -31,7 +31,7 @@ from smcplan.agents.rlvmr_rewards import (
     total_reward,
     trajectory_rewards,
 )
-from smcplan.planning import Proposed, Transition, plan, tsmc
+from smcplan.planning import PlannerConfig, Proposed, Transition, plan, tsmc
 from tests.agents.conftest import check_record, play
 from tests.agents.test_rlaw import smollm2
 from tests.tolerance import normalized_tol, smc_logweight_tol
@@ -260,6 +260,7 @@ def test_the_twist_weights_language_model_imagined_futures_by_the_rules(tiny_lm)
         None,
         admissible,
         lm=tiny_lm,
+        config=PlannerConfig(),  # the LM proposal and observation model (not plan()'s defaults)
         observation="You see a drawer 1 and a cabinet 1.",
         key=3,
         num_particles=6,

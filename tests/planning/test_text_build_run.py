@@ -94,8 +94,8 @@ def test_a_planner_runs_once(drawer):
         (("t", None, ACTIONS), {"particles": 4}),
         (("t", None, ACTIONS), {"extractor": "magic"}),
         (("t", None, ACTIONS), {"world_model": "simulator"}),
-        (("t", None, ACTIONS), {"progress": "env", "proposal": "uniform"}),
-        (("t", None, ACTIONS), {}),  # no lm= and no roles
+        (("t", None, ACTIONS), {"world_model": "lm", "progress": "env", "proposal": "uniform"}),
+        (("t", None, ACTIONS), {"config": PlannerConfig()}),  # the LM roles, no lm=
     ],
 )
 def test_build_raises_the_errors_plan_text_raises(args, kwargs):

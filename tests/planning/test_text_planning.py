@@ -15,7 +15,7 @@ import pytest
 
 import smcplan
 from smcplan.memory import KnowledgeGraph, Triplet
-from smcplan.planning import PlanningError, Score
+from smcplan.planning import PlannerConfig, PlanningError, Score
 from smcplan.planning.text_particle import TextParticle
 from tests.tolerance import llama_logprob_tol, smc_logweight_tol
 
@@ -26,6 +26,9 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 TASK = "find the coin and take it"
 ACTIONS = ["go north", "take coin", "look around"]
 OBS = "You are in the hallway. There is a door to the north."
+#: the language-model roles on lm= (LM proposal, LM world model, LM judge: PlannerConfig's own
+#: defaults, the agents'); plan()'s text defaults are the shipped learned world model instead
+LM_ROLES = PlannerConfig()
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +46,16 @@ def test_text_plan_returns_an_admissible_action_with_one_batched_call_per_role_p
     horizon = 2
     before = lm.usage.calls
     res = smcplan.plan(
-        TASK, memory(), ACTIONS, lm=lm, observation=OBS, num_particles=4, horizon=horizon, key=0
+        TASK,
+        memory(),
+        ACTIONS,
+        lm=lm,
+        config=LM_ROLES,
+        extractor="llm",
+        observation=OBS,
+        num_particles=4,
+        horizon=horizon,
+        key=0,
     )
     assert res.action in ACTIONS
     assert res.calls == {"proposal": horizon, "world_model": horizon, "twist": horizon}
@@ -55,7 +67,10 @@ def test_text_plan_returns_an_admissible_action_with_one_batched_call_per_role_p
 
 
 def test_the_same_key_gives_the_same_plan(lm):
-    kw = dict(lm=lm, observation=OBS, num_particles=3, horizon=2, key=7, extractor="rule")
+    kw = dict(
+        lm=lm, config=LM_ROLES, observation=OBS, num_particles=3, horizon=2, key=7,
+        extractor="rule",
+    )  # fmt: skip
     a = smcplan.plan(TASK, memory(), ACTIONS, **kw)
     b = smcplan.plan(TASK, memory(), ACTIONS, **kw)
     assert [p.steps for p in a.particles] == [p.steps for p in b.particles]
@@ -76,6 +91,7 @@ def test_particles_update_their_own_graph_copies_and_never_the_agents_memory(lm)
         root,
         ACTIONS,
         lm=lm,
+        config=LM_ROLES,
         observation=OBS,
         num_particles=4,
         horizon=2,
@@ -105,6 +121,7 @@ def test_twisted_text_plan_weights_telescope_to_the_final_progress_twist(lm):
         memory(),
         ACTIONS,
         lm=lm,
+        config=LM_ROLES,
         observation=OBS,
         num_particles=4,
         horizon=2,
@@ -154,6 +171,7 @@ def test_a_rule_based_twist_steers_the_text_planner_away_from_the_models_favouri
         None,
         ACTIONS,
         lm=lm,
+        config=LM_ROLES,
         observation=OBS,
         num_particles=16,
         horizon=1,
@@ -171,6 +189,7 @@ def test_a_rule_based_twist_steers_the_text_planner_away_from_the_models_favouri
         None,
         ACTIONS,
         lm=lm,
+        config=LM_ROLES,
         observation=OBS,
         num_particles=16,
         horizon=1,
@@ -212,4 +231,4 @@ def test_bad_text_plan_input_raises_clear_errors(lm, args, kwargs, message):
 
 def test_text_plan_without_a_model_says_what_is_missing():
     with pytest.raises(PlanningError, match="needs lm="):
-        smcplan.plan(TASK, None, ACTIONS)
+        smcplan.plan(TASK, None, ACTIONS, config=LM_ROLES)
