@@ -28,7 +28,8 @@ at the end of a short prompt + ``"tag: action"``):
    ``state.json`` (atomic) names it.  ``resume=True`` restarts from the last checkpoint that
    ``state.json`` names; an iteration killed half-way is replayed from its start, and every
    random draw is a function of (seed, iteration, task seed, episode), so a resumed run ends
-   with the same head as an uninterrupted one.
+   with the same head as an uninterrupted one.  Resuming with ``iterations`` below the
+   completed count ends the run at that checkpoint (its head, its log).
 """
 
 from __future__ import annotations
@@ -227,7 +228,11 @@ def _start(cfg: HeadGRPOConfig, out: Path, features: Any) -> tuple[PolicyHead, P
         if cache is not None and (out / "features.npz").is_file():
             cache.load(out / "features.npz")
         ref = PolicyHead.load(out / "reference")
-        return ref, PolicyHead.load(out / done["checkpoint"] / "head"), int(done["completed"])
+        # iterations below those completed end the run there: its head is that checkpoint's
+        stop = min(int(done["completed"]), cfg.iterations)
+        if stop == 0:
+            return ref, ref, 0
+        return ref, PolicyHead.load(out / "checkpoints" / f"iter-{stop - 1:04d}" / "head"), stop
     layers = tuple(getattr(features, "layers", ()) or ())
     if cfg.init_head is not None:
         ref = PolicyHead.load(cfg.init_head)

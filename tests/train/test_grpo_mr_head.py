@@ -526,3 +526,14 @@ def test_a_resumed_run_does_not_need_the_cache_file_it_started_from(tmp_path):
     (tmp_path / "start.npz").unlink()  # e.g. a /tmp file, gone with the machine
     resumed = _config(tmp_path / "run", feature_cache=tmp_path / "start.npz", resume=True)
     assert len(starting_cache(resumed).rows) == 0  # resuming reads the run's own features.npz
+
+
+def test_resuming_with_fewer_iterations_ends_the_run_at_that_checkpoint(tmp_path):
+    features, env = ToyFeatures(), Corridor()
+    full = train_grpo_mr_head(_config(tmp_path, iterations=4), env=env, features=features,
+                              progress=False)  # fmt: skip
+    short = train_grpo_mr_head(_config(tmp_path, iterations=2, resume=True), env=env,
+                               features=features, progress=False)  # fmt: skip
+    at_two = PolicyHead.load(tmp_path / "checkpoints" / "iter-0001" / "head")
+    assert np.array_equal(PolicyHead.load(short["weights"]).weight, at_two.weight)
+    assert short["log"] == full["log"][:2] and short["iterations"] == 2
