@@ -33,11 +33,14 @@ def load_run(folder: Path) -> dict[str, Any]:
         raise SystemExit(f"error: {folder} is not a grpo-mr-head run (no config.json)")
     iters = sorted((folder / "checkpoints").glob("iter-*/metrics.json"))
     start = folder / "heldout-start.json"
+    log = [_read(p) for p in iters]
+    if (folder / "train.json").is_file():  # a finished run: its iterations, not later ones
+        log = log[: _read(folder / "train.json")["iterations"]]
     return {
         "name": folder.name,
         "config": _read(folder / "config.json"),
         "start": _read(start) if start.is_file() else None,
-        "log": [_read(p) for p in iters],
+        "log": log,
     }
 
 
@@ -76,33 +79,43 @@ def _tags(m: dict[str, Any]) -> str:
     return "/".join(f"{100 * m['tags'].get(t, 0) / total:.0f}" for t in TAGS)
 
 
+def _series(run: dict[str, Any], start: dict[str, Any] | None, key: str) -> tuple[list, list]:
+    """(iterations, values) of one panel: ``heldout:<field>`` reads the greedy held-out
+    evaluations (iteration 0: the starting head), ``<field>`` the training rollouts."""
+    xs, ys = [], []
+    if key.startswith("heldout:"):
+        field = key.split(":", 1)[1]
+        s = run["start"] or start
+        if s is not None:
+            xs.append(0)
+            ys.append(s[field])
+        for m in run["log"]:
+            if "heldout" in m:
+                xs.append(m["iteration"] + 1)
+                ys.append(m["heldout"][field])
+        return xs, ys
+    for m in run["log"]:
+        xs.append(m["iteration"] + 1)
+        total = max(1, sum(m["tags"].values()))
+        ys.append(m["tags"]["explore"] / total if key == "explore_share" else m[key])
+    return xs, ys
+
+
 def figure(runs: list[dict[str, Any]], start: dict[str, Any] | None, path: Path) -> Path:
-    """Held-out success, training success, repetition and invalid actions per iteration."""
+    """Held-out success and repetition (greedy), training success and explore share."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    panels = [("held-out success (greedy)", "heldout"), ("training success (sampled)",
-              "success_rate"), ("repeated actions per step", "repeat_rate"),
-              ("invalid actions per step", "invalid_rate")]  # fmt: skip
+    panels = [("held-out success (greedy)", "heldout:success_rate"),
+              ("held-out repeated actions per step", "heldout:repeat_rate"),
+              ("training success (sampled, 1 dev seed)", "success_rate"),
+              ("training share of explore steps", "explore_share")]  # fmt: skip
     fig, axes = plt.subplots(1, 4, figsize=(16, 3.6), layout="constrained")
     for run in runs:
-        s = run["start"] or start
         for ax, (title, key) in zip(axes, panels, strict=True):
-            xs, ys = [], []
-            if s is not None and key != "success_rate":
-                xs.append(0)
-                ys.append(s["success_rate"] if key == "heldout" else s[key])
-            for m in run["log"]:
-                if key == "heldout":
-                    if "heldout" in m:
-                        xs.append(m["iteration"] + 1)
-                        ys.append(m["heldout"]["success_rate"])
-                elif key in m:
-                    xs.append(m["iteration"] + 1)
-                    ys.append(m[key])
-            ax.plot(xs, ys, marker="o", label=run["name"])
+            ax.plot(*_series(run, start, key), marker="o", label=run["name"])
             ax.set_title(title)
             ax.set_xlabel("iteration (updates)")
     axes[0].legend(loc="best")
@@ -112,11 +125,53 @@ def figure(runs: list[dict[str, Any]], start: dict[str, Any] | None, path: Path)
     return path
 
 
+def test_cells(folders: list[Path]) -> str:
+    """Test episodes of ``smcplan eval`` runs: SR with its Wilson interval, repeated actions
+    per step (an action already taken in the episode, as in training) and, against the first
+    run, the paired exact McNemar test on the seeds both finished."""
+    from smcplan.eval.metrics import mcnemar_exact_p, wilson_interval
+
+    runs = {}
+    for folder in folders:
+        won, steps, repeats = {}, 0, 0
+        for summary in sorted((folder / "episodes").glob("*.json")):
+            s = _read(summary)
+            if s.get("status") != "ok":
+                continue
+            won[int(s["seed"])] = bool(s["won"])
+            lines = (folder / "episodes" / f"{s['episode']}.steps.jsonl").read_text().splitlines()
+            actions = [json.loads(line)["action"] for line in lines if line]
+            steps += len(actions)
+            repeats += sum(a in actions[:i] for i, a in enumerate(actions))
+        runs[folder.name] = (won, repeats / max(1, steps))
+    first = folders[0].name
+    rows = ["| cell | SR (Wilson 95 %) | repeated actions/step | only first won | only this won "
+            "| McNemar p |", "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    for name, (won, rep) in runs.items():
+        k, n = sum(won.values()), len(won)
+        lo, hi = wilson_interval(k, n)
+        cells = (
+            f"| {name} | {k}/{n} = {100 * k / n:.0f} % ({100 * lo:.0f}-{100 * hi:.0f}) | {rep:.2f}"
+        )
+        if name == first:
+            rows.append(cells + " | – | – | – |")
+            continue
+        base = runs[first][0]
+        seeds = sorted(set(base) & set(won))
+        a = [x for x in seeds if base[x] and not won[x]]
+        b = [x for x in seeds if won[x] and not base[x]]
+        rows.append(
+            cells + f" | {len(a)} {a} | {len(b)} {b} | {mcnemar_exact_p(len(a), len(b)):.3g} |"
+        )
+    return "\n".join(rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("runs", nargs="+", type=Path)
     ap.add_argument("--start", type=Path, help="the run whose held-out start is iteration 0")
     ap.add_argument("--png", type=Path, help="write the figure here")
+    ap.add_argument("--test", type=Path, nargs="+", help="eval runs to compare, the first paired")
     args = ap.parse_args(argv)
     runs = [load_run(r) for r in args.runs]
     start = None
@@ -125,6 +180,9 @@ def main(argv: list[str] | None = None) -> int:
         for run in runs:
             run["start"] = run["start"] or start
     print(table(runs))
+    if args.test:
+        print()
+        print(test_cells(args.test))
     if args.png:
         print(f"figure: {figure(runs, start, args.png)}")
     return 0

@@ -29,10 +29,19 @@ from smcplan.errors import InvalidArgumentError
 from smcplan.jsonfile import write_json
 from smcplan.llm.artifacts import MANIFEST, file_sha256
 
-__all__ = ["base_model_sha256", "git_commit", "ship_adapter", "ship_head", "write_manifest"]
+__all__ = [
+    "HEAD_FILES",
+    "POLICY_HEAD_FILES",
+    "base_model_sha256",
+    "git_commit",
+    "ship_adapter",
+    "ship_head",
+    "write_manifest",
+]
 
 ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
 HEAD_FILES = ("score_head.json", "score_head.npz")
+POLICY_HEAD_FILES = ("policy_head.json", "policy_head.npz")
 
 
 def _fresh(dest: Path) -> Path:
@@ -63,16 +72,17 @@ def ship_adapter(adapter: str | Path, dest: str | Path, base_model: str) -> list
     return copy_adapter_half(src, _fresh(Path(dest)), base_model)
 
 
-def ship_head(head: str | Path, dest: str | Path) -> list[str]:
-    """Copy the score-head folder ``head`` (``smcplan train critic-head``'s ``<out>/head``)
-    into ``dest``; the files written."""
+def ship_head(head: str | Path, dest: str | Path, files: tuple[str, ...] = HEAD_FILES) -> list[str]:
+    """Copy the head folder ``head`` into ``dest``; the files written.  ``files``:
+    :data:`HEAD_FILES` for a score head (``smcplan train critic-head``'s ``<out>/head``),
+    :data:`POLICY_HEAD_FILES` for a policy head (``smcplan train grpo-mr-head``'s)."""
     src = _source(
-        head, HEAD_FILES, "head", "pass <out>/head of `smcplan train critic-head --out <out>`"
+        head, files, "head", "pass <out>/head of `smcplan train critic-head` or `grpo-mr-head`"
     )
     out = _fresh(Path(dest))
-    for name in HEAD_FILES:
+    for name in files:
         shutil.copyfile(src / name, out / name)
-    return list(HEAD_FILES)
+    return list(files)
 
 
 def git_commit(root: str | Path = ".") -> str:
