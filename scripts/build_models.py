@@ -118,6 +118,79 @@ def _critic_steps(r: str) -> list[Step]:
     ]
 
 
+RLVMR = "twx-coin-rlvmr-head"
+#: the policy-head runs live where a later session finds them: committed checkpoints
+RLVMR_CK = "models/checkpoints/" + RLVMR
+RLVMR_TRAIN = "[" + ",".join(str(s) for s in range(10000, 10040)) + "]"
+RLVMR_EVAL = "[" + ",".join(str(s) for s in range(10040, 10050)) + "]"
+#: the test episodes of each cell, and the first ``CHECK_POLICY_STATES`` gold test states shipped
+RLVMR_TEST = "--env twx:coin --seeds 20000-20019 --split test --max-steps 25 --seed 0"
+CHECK_POLICY_STATES = 10
+#: GRPO-MR and GRPO iterations (one dev seed, G = 8 episodes of at most 25 steps, each)
+RLVMR_ITERATIONS = 12
+
+
+def _rlvmr_run(name: str, extra: str = "") -> Step:
+    ck = RLVMR_CK
+    return Step(
+        name,
+        f"smcplan train grpo-mr-head --out {ck}/{name} --lr 10 "
+        f"--opt init_head={ck}/cold/reference --opt feature_cache={ck}/cold/features.npz "
+        f"--opt env=twx:coin --opt split=dev --opt seeds={RLVMR_TRAIN} "
+        f"--opt seeds_per_iteration=1 --opt group_size=8 --opt iterations={RLVMR_ITERATIONS} "
+        f"--opt max_episode_steps=25 --opt eval_every=2 --opt eval_seeds={RLVMR_EVAL} "
+        f"--opt threads=1{extra} --no-progress",
+        f"{ck}/{name}",
+        resumable=True,
+    )
+
+
+def _rlvmr_test(name: str, head: str) -> Step:
+    return Step(
+        f"test-{name}",
+        f"smcplan eval {RLVMR_TEST} --agent rlvmr --agent-arg policy_head={head} "
+        f"--out {{runs}}/{RLVMR}/test-{name} --no-progress --retry-errors",
+        f"{{runs}}/{RLVMR}/test-{name}",
+    )
+
+
+def _rlvmr_steps(r: str) -> list[Step]:
+    ck = RLVMR_CK
+    return [
+        Step(
+            "collect-dev",
+            "smcplan train collect --env twx:coin --seeds 10000-10039 --source gold --split dev "
+            f"--out {r}/gold-dev.jsonl --resume --no-progress",
+            f"{r}/gold-dev.jsonl",
+        ),
+        Step(
+            "collect-test",
+            "smcplan train collect --env twx:coin --seeds 20000-20019 --source gold "
+            f"--split test --out {r}/gold-test.jsonl --resume --no-progress",
+            f"{r}/gold-test.jsonl",
+        ),
+        Step(
+            "cold",
+            f"smcplan train grpo-mr-head --data {r}/gold-dev.jsonl --out {ck}/cold "
+            "--opt env=twx:coin --opt split=dev --opt iterations=0 "
+            f"--opt eval_seeds={RLVMR_EVAL} --opt max_episode_steps=25 --opt threads=2 "
+            "--no-progress",
+            f"{ck}/cold",
+        ),
+        _rlvmr_run("grpo-mr"),
+        _rlvmr_run("grpo", " --opt vanilla=true"),
+        _rlvmr_test("cold", f"{ck}/cold/reference"),
+        _rlvmr_test("grpo-mr", f"{ck}/grpo-mr/head"),
+        _rlvmr_test("grpo", f"{ck}/grpo/head"),
+        Step(
+            "test-react",
+            f"smcplan eval {RLVMR_TEST} --agent react --out {r}/test-react --no-progress "
+            "--retry-errors",
+            f"{r}/test-react",
+        ),
+    ]
+
+
 def _read_json(path: Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
@@ -214,6 +287,72 @@ def ship_critic_head(work: Path, dest: Path) -> dict:
     }
 
 
+def policy_check_rows(head_dir: Path, shard: Path, states: int) -> list[dict]:
+    """The first ``states`` gold states of ``shard`` with the shipped head's log-probabilities
+    of their candidates, computed now on the frozen model (``check.jsonl``)."""
+    from smcplan.llm import load_model
+    from smcplan.llm.roles.policy_head import LMFeatures, PolicyHead
+    from smcplan.train.data import read_shard
+    from smcplan.train.head_episodes import gold_steps
+
+    head = PolicyHead.load(head_dir)
+    steps = gold_steps(read_shard(shard).transitions, head.tags, head.info.get("recent", 3))
+    features = LMFeatures(load_model(head.info.get("model")), head.layers)
+    rows = []
+    for step in steps[:states]:
+        logp = head.log_probs(features(step["state"], step["pairs"]))
+        rows.append({"state": step["state"], "pairs": [list(p) for p in step["pairs"]],
+                     "gold": step["gold"], "logp": [float(x) for x in logp]})  # fmt: skip
+    return rows
+
+
+def ship_rlvmr_head(work: Path, dest: Path) -> dict:
+    """The GRPO-MR head, ``check.jsonl`` (:func:`policy_check_rows` on the gold test states)
+    and the metrics: held-out learning curves and the test cells, paired."""
+    from ablation_table import cell, pair
+
+    from smcplan.train.ship import POLICY_HEAD_FILES, ship_head
+
+    ck = ROOT / RLVMR_CK
+    ship_head(ck / "grpo-mr" / "head", dest, POLICY_HEAD_FILES)
+    check = policy_check_rows(dest, work / "gold-test.jsonl", CHECK_POLICY_STATES)
+    _write_jsonl(dest / "check.jsonl", check)
+    runs = {n: work / f"test-{n}" for n in ("grpo-mr", "grpo", "cold", "react")}
+    cells = {n: cell(r) for n, r in runs.items()}
+    pairs = [pair(runs["grpo-mr"], runs[b]) for b in ("cold", "grpo", "react")]
+    curves = {}
+    for run in ("grpo-mr", "grpo"):
+        train = _read_json(ck / run / "train.json")
+        curves[run] = {"heldout_start": train["heldout_start"]["success_rate"],
+                       "heldout_success_rate": train["heldout_success_rate"],
+                       "train_success_rate": train["success_rate"]}  # fmt: skip
+    mr = cells["grpo-mr"]
+    return {
+        "heldout": {
+            "data": "twx:coin test seeds 20000-20019, 25 steps, greedy head (argmax)",
+            "n": mr["n"],
+            "won": mr["won"],
+            "success_rate": mr["sr"],
+            "success_rate_wilson95": [mr["sr_lo"], mr["sr_hi"]],
+            "rep_per_step_is": "the eval's repetitive steps per step (docs/eval.md), not the "
+            "repeated actions per step of docs/train_rlaw_rlvmr.md",
+            "cells": {
+                n: {k: c[k] for k in ("n", "won", "sr", "sr_lo", "sr_hi", "rep_per_step")}
+                for n, c in cells.items()
+            },
+            "paired": [
+                {k: p[k] for k in ("a", "b", "n", "both", "a_only", "b_only", "mcnemar_p")}
+                for p in pairs
+            ],
+        },
+        "curves": {
+            "data": "greedy head on dev seeds 10040-10049 (held out from training)",
+            **curves,
+        },
+        "check": {"file": "check.jsonl", "n": len(check)},
+    }
+
+
 RECIPES: dict[str, Recipe] = {
     WM: Recipe(
         kind="peft-lora-adapter",
@@ -238,6 +377,18 @@ RECIPES: dict[str, Recipe] = {
         steps=_critic_steps("{runs}/" + CRITIC),
         ship=ship_critic_head,
         settings={"map_notes": True},
+    ),
+    RLVMR: Recipe(
+        kind="policy-head",
+        description=(
+            "RLVMR policy for TextWorldExpress coin: a linear-softmax head over (tag, action) "
+            "candidates on SmolLM2-135M's frozen hidden state; cold start by maximum likelihood "
+            "on the rule-tagged gold steps of dev seeds, then GRPO-MR (alpha = 0.5) on dev "
+            "seeds. Serves the rlvmr agent with policy_head='twx-coin-rlvmr-head'."
+        ),
+        steps=_rlvmr_steps("{runs}/" + RLVMR),
+        ship=ship_rlvmr_head,
+        settings={"alpha": 0.5, "learning_rate": 10, "iterations": RLVMR_ITERATIONS},
     ),
 }
 

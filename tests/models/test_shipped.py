@@ -146,3 +146,29 @@ def test_a_misspelt_artifact_name_is_one_line_exit_2_listing_the_shipped_ones(
     assert f"{argument}='twx-coin-" in err and "known artifacts: " + ", ".join(
         artifact_names()
     ) in err
+
+
+def test_the_rlvmr_head_reproduces_its_choices_on_its_check_states():
+    """The shipped policy head, on the frozen SmolLM2, gives the log-probabilities recorded at
+    ship time on 10 held-out gold test states.  Features are float32 hidden states; another
+    machine's summation order moves them by a relative ~1e-6, so a logit w.z moves by far less
+    than the 0.01 nats allowed (|w| |z| is a few tens: see the assertion's message); the choice
+    (the argmax) must be the same wherever the recorded top two differ by more than 0.05."""
+    import numpy as np
+
+    from smcplan.llm import load_model
+    from smcplan.llm.roles.policy_head import LMFeatures, PolicyHead
+
+    name = "twx-coin-rlvmr-head"
+    rows = _check_rows(name)
+    assert len(rows) == load_manifest(name)["metrics"]["check"]["n"] == 10
+    head = PolicyHead.load(resolve_artifact(name))
+    features = LMFeatures(load_model(head.info.get("model")), head.layers)
+    for row in rows:
+        pairs = [tuple(p) for p in row["pairs"]]
+        logp, want = head.log_probs(features(row["state"], pairs)), np.array(row["logp"])
+        gap = float(np.max(np.abs(logp - want)))
+        assert gap <= 0.01, (gap, float(np.linalg.norm(head.weight)))
+        top = np.sort(want)[-2:]
+        if top[1] - top[0] > 0.05:
+            assert int(np.argmax(logp)) == int(np.argmax(want))
