@@ -88,7 +88,8 @@ def _wm_steps(r: str) -> list[Step]:
     ]
 
 
-def _critic_steps(r: str) -> list[Step]:
+def _gold_steps(r: str) -> list[Step]:
+    """The seeded gold paths of coin's dev seeds 10000-10039 and test seeds 20000-20019."""
     return [
         Step(
             "collect-dev",
@@ -102,6 +103,12 @@ def _critic_steps(r: str) -> list[Step]:
             f"--split test --out {r}/gold-test.jsonl --resume --no-progress",
             f"{r}/gold-test.jsonl",
         ),
+    ]
+
+
+def _critic_steps(r: str) -> list[Step]:
+    return [
+        *_gold_steps(r),
         Step(
             "train",
             f"smcplan train critic-head --data {r}/gold-dev.jsonl --out {r}/head-notes "
@@ -157,18 +164,7 @@ def _rlvmr_test(name: str, head: str) -> Step:
 def _rlvmr_steps(r: str) -> list[Step]:
     ck = RLVMR_CK
     return [
-        Step(
-            "collect-dev",
-            "smcplan train collect --env twx:coin --seeds 10000-10039 --source gold --split dev "
-            f"--out {r}/gold-dev.jsonl --resume --no-progress",
-            f"{r}/gold-dev.jsonl",
-        ),
-        Step(
-            "collect-test",
-            "smcplan train collect --env twx:coin --seeds 20000-20019 --source gold "
-            f"--split test --out {r}/gold-test.jsonl --resume --no-progress",
-            f"{r}/gold-test.jsonl",
-        ),
+        *_gold_steps(r),
         Step(
             "cold",
             f"smcplan train grpo-mr-head --data {r}/gold-dev.jsonl --out {ck}/cold "
