@@ -113,6 +113,11 @@ class TextParticle:
         steps it, after copying a shared one.
     root_score
         The real score at the root (``score`` before any step).
+    maps
+        The particle's own place map after each step (:class:`~smcplan.planning.places.PlaceMap`,
+        aligned with ``steps``), carried by the language-model world models, which keep the
+        reply the map already fixes (:mod:`smcplan.planning.map_replies`); empty where the world
+        model carries none (the simulator's, a custom one, a particle built by hand).
     memo
         What twists carry for this particle (a dict per particle object, keyed by the twist;
         not an argument, not compared, not shown): a twist stores its summary of the path here
@@ -130,6 +135,7 @@ class TextParticle:
     admissible: tuple[str, ...] | None = None
     env: Any = field(default=None, compare=False, repr=False)
     root_score: float = 0.0
+    maps: tuple[Any, ...] = ()
     memo: dict = field(default_factory=dict, init=False, compare=False, repr=False)
     parent_memo: dict | None = field(default=None, init=False, compare=False, repr=False)
 
@@ -165,13 +171,14 @@ class TextParticle:
         outcome: Outcome | None = None,
         admissible: Sequence[str] | None = None,
         triplets: Sequence[Any] = (),
+        place_map: Any = None,
     ) -> TextParticle:
         """A new particle one imagined step further (this one is left as it is): ``steps`` gains
         ``(action, observation)``, ``outcomes`` gains ``outcome`` (default: the score carried
         over, nothing else known), ``triplets`` gains ``triplets``; ``kg`` replaces the graph
         (default: this one's), ``admissible`` sets the next proposal's actions (default: this
-        one's) and ``env`` the environment copy (default: none); its ``parent_memo`` is this
-        one's ``memo``."""
+        one's) and ``env`` the environment copy (default: none); ``maps`` gains ``place_map``
+        where given (else it is left as it is); its ``parent_memo`` is this one's ``memo``."""
         kg_triples = tuple(
             tuple(t.as_tuple()) if hasattr(t, "as_tuple") else tuple(t) for t in triplets
         )
@@ -186,6 +193,7 @@ class TextParticle:
             triplets=(*self.triplets, kg_triples),
             admissible=self.admissible if admissible is None else tuple(admissible),
             env=env,
+            maps=self.maps if place_map is None else (*self.maps, place_map),
         )
         object.__setattr__(child, "parent_memo", self.memo)  # the twists' summaries, one step back
         return child

@@ -47,6 +47,7 @@ from smcplan.planning.components import PlanningError, Proposal, Twist, WorldMod
 from smcplan.planning.config import PlannerConfig, Retrieval, WorldModelKind, parse_progress
 from smcplan.planning.custom import own_components, wrap_component
 from smcplan.planning.graph_update import EXTRACTORS, GraphUpdate
+from smcplan.planning.map_replies import MapReplies
 from smcplan.planning.result import PlanResult
 from smcplan.planning.seen import Seen
 from smcplan.planning.text_particle import TextParticle
@@ -292,7 +293,10 @@ class TextPlannerRoles:
         elif self.simulated:
             world = SimulatorWorldModel(simulator, update_graphs=graphs, shortlist=self.shortlist)
         else:
-            world = LMWorldModel(self.observation_model, task, graphs, admissible, self.retrieval)
+            replies = MapReplies((seen or Seen()).layout, env_kind)  # the map's replies, once
+            world = LMWorldModel(
+                self.observation_model, task, graphs, admissible, self.retrieval, replies
+            )
         if "proposal" in custom:
             proposer: Proposal = wrap_component("proposal", custom["proposal"], admissible)
         elif self._lm_proposal:

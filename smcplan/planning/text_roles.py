@@ -10,7 +10,10 @@ step"):
   set at temperature 1), the two quantities a twisted weight needs;
 * :class:`LMWorldModel` — :math:`o^i_t \sim p(o \mid \text{context}^i, a^i_t)`
   (:class:`smcplan.llm.ObservationModel`; :math:`\log p` and :math:`\log q` of the sampled text),
-  then :math:`G^i_t = \mathrm{Update}(G^i_{t-1}, \mathrm{extract}(o^i_t, a^i_t))`
+  then the reply the particle's map already fixes kept in its place, once, and the particle's map
+  carried (:class:`~smcplan.planning.map_replies.MapReplies`: :math:`\tilde o^i_t`, log p and
+  log q of the drawn text kept), then
+  :math:`G^i_t = \mathrm{Update}(G^i_{t-1}, \mathrm{extract}(\tilde o^i_t, a^i_t))`
   (:class:`~smcplan.planning.graph_update.GraphUpdate`) and the particle's next admissible set
   (:func:`~smcplan.planning.text_particle.known_actions`).
 
@@ -32,6 +35,7 @@ from smcplan.planning.components import Proposed, Transition
 from smcplan.planning.config import DEFAULT_RETRIEVAL, Retrieval
 from smcplan.planning.graph_update import GraphUpdate
 from smcplan.planning.learned import predicted_outcome
+from smcplan.planning.map_replies import MapReplies
 from smcplan.planning.outcome import DONE_ACTION
 from smcplan.planning.text_particle import TextParticle, key_to_seed, known_actions
 
@@ -77,8 +81,10 @@ class LMProposal:
 
 class LMWorldModel:
     """Planner world model: predicted observations from an :class:`smcplan.llm.ObservationModel`-
-    like role (``model(contexts, actions, seed) -> [Sample]``), then each particle's graph copied
-    and updated (:class:`GraphUpdate`), and its next admissible set = the real set filtered to the
+    like role (``model(contexts, actions, seed) -> [Sample]``), then the reply each particle's map
+    fixes kept and its map carried (``replies``, a :class:`MapReplies`; default: from an empty
+    map with the ``auto`` home), then each particle's graph copied and updated from the kept
+    reply (:class:`GraphUpdate`), and its next admissible set = the real set filtered to the
     actions whose objects its graph knows (:func:`known_actions`; the real set as fallback)."""
 
     def __init__(
@@ -88,9 +94,11 @@ class LMWorldModel:
         graphs: GraphUpdate,
         admissible: Sequence[str],
         retrieval: Retrieval = DEFAULT_RETRIEVAL,
+        replies: MapReplies | None = None,
     ) -> None:
         self.observation_model, self.task, self.graphs = observation_model, task, graphs
         self.admissible, self.retrieval = list(admissible), retrieval
+        self.replies = replies if replies is not None else MapReplies()
 
     def __call__(
         self,
@@ -107,6 +115,8 @@ class LMWorldModel:
         observations = [str(s.value if s.value is not None else s.text).strip() for s in samples]
         # a particle whose episode ended (a predicted ending) stays as it is
         observations = [p.observation if p.done else o for p, o in zip(particles, observations)]
+        kept = self.replies(particles, actions, observations)  # what the map fixes, once
+        observations = [o for o, _ in kept]
         updated = self.graphs(particles, actions, observations, k_ext)
         new = [
             p.extend(
@@ -116,9 +126,10 @@ class LMWorldModel:
                 triplets=triples,
                 admissible=known_actions(self.admissible, kg) if kg is not None else None,
                 outcome=predicted_outcome(p, s),  # None unless the model predicts reward/done
+                place_map=m,
             )
-            for p, a, o, s, (kg, triples) in zip(
-                particles, actions, observations, samples, updated, strict=True
+            for p, a, o, s, (kg, triples), (_, m) in zip(
+                particles, actions, observations, samples, updated, kept, strict=True
             )
         ]
         return Transition(
