@@ -26,6 +26,23 @@ Prefilled tokens = prompt tokens - cached tokens (prompt tokens the model actual
 decode tokens = generated tokens; scored tokens (continuations scored by ``logprob``) are run
 in one batched pass per call. Hit rate = cached / prompt tokens. Writes
 ``bench/results/agent_step.json`` and prints a side-by-side table.
+
+**A planner step against the machine's matmul rate** (``--planner``, issue 53 item 4):
+
+    OMP_NUM_THREADS=1 .venv/bin/python bench/agent_step.py --planner --steps 4 --react-steps 2
+
+plays ``--seeds`` with ``smcplan.plan``'s text defaults (the learned world model imagines every
+admissible action once: N = |A|, H = 1, greedy; one batched ``sample`` of |A| prompts per step,
+their shared context prefilled once) and, in the same process, measures the machine's fp32
+matmul rate (``torch.matmul`` of two 1024 x 1024 fp32 matrices, 2 * 1024^3 FLOP, median of
+``--matmul-repeats``, with 1 thread and with ``--threads``, before and after the steps). Per
+planner step it reports the tokens the world model processed (prefilled prompt tokens + decoded
+tokens) per second of the step, and the step's achieved rate at 2 x parameters FLOP per token
+(the forward pass's multiply-adds; attention over the context adds about 4 x layers x width x
+context, counted separately in ``computed_gflop``, which also counts the padded and finished
+rows the batch ran) set against the matmul rate at the same thread count.  ``--react-steps K``
+adds K ReAct steps on the same seed (SmolLM2, the same threads) for their seconds.  Writes
+``bench/results/<name>.json`` (default ``agent_step_planner``).
 """
 
 from __future__ import annotations
@@ -300,6 +317,12 @@ def main() -> None:
                         "llama-server --parallel 1 against --parallel P")
     parser.add_argument("--parallel", type=int, default=5, metavar="P",
                         help="llama-server slots of the batched mode (--compare parallel)")
+    parser.add_argument("--planner", action="store_true",
+                        help="time smcplan.plan's text steps against the machine's fp32 matmul "
+                        "rate measured in the same run (module docstring)")
+    parser.add_argument("--react-steps", type=int, default=2,
+                        help="--planner: ReAct steps on the same seed, for comparison")
+    parser.add_argument("--matmul-repeats", type=int, default=10)
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--cpu", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--agent", help=argparse.SUPPRESS)
@@ -308,6 +331,11 @@ def main() -> None:
     args = parser.parse_args()
     if args.worker:
         worker(args)
+        return
+    if args.planner:
+        from _planner_step import planner_main
+
+        planner_main(args)
         return
     if args.parallel < 2:
         parser.error(f"--parallel must be >= 2 (the batched mode); got {args.parallel}")

@@ -10,10 +10,11 @@ repeated to one row per sample), each step takes the next-token logits ``l_t`` o
 
 then runs the model on ``y_t`` alone on top of the growing ``DynamicCache`` (explicit
 ``position_ids``, the 2-D attention mask extended by one column). A row stops at a stop token
-(end-of-sequence); its later draws are replaced by EOS and count for nothing. The loop ends when
-every row has stopped or after ``limit`` tokens. This is transformers' own model forward and
-cache (no second forward is written); it replaces ``generate`` so that ``logq``/``logp`` are
-exact and the grammar mask is applied once per token.
+(end-of-sequence), or where a text rule ends its reply (``stop_rule``, the first line or
+sentence: :mod:`smcplan.llm.stops`); its later draws are replaced by EOS and count for nothing.
+The loop ends when every row has stopped or after ``limit`` tokens. This is transformers' own
+model forward and cache (no second forward is written); it replaces ``generate`` so that
+``logq``/``logp`` are exact and the grammar mask is applied once per token.
 
 The cache's layers are first given room for the ``limit`` new tokens (:class:`GrowingLayer`): a
 ``DynamicLayer`` appends each token with ``torch.cat``, copying the whole prompt's keys and
@@ -123,12 +124,15 @@ def decode(
     generator: torch.Generator,
     stop_ids: torch.Tensor,
     eos_id: int,
+    stop_rule: Any = None,
 ) -> Decoded:
     """Draw up to ``limit`` tokens per row (module docstring).
 
     ``input_ids`` (the prompts' input block) and ``mask`` (attention mask over the cache's
     columns) have one row per sample; ``last_pos[i]`` is the position of row ``i``'s last prompt
-    token; ``processor(ids, logits) -> masked logits`` is the grammar (``None``: free text).
+    token; ``processor(ids, logits) -> masked logits`` is the grammar (``None``: free text);
+    ``stop_rule`` a :class:`smcplan.llm.stops.StopRule` (``None``: end-of-turn and ``limit``
+    only).
     """
     R = next_logits.shape[0]
     device = next_logits.device
@@ -138,6 +142,7 @@ def decode(
     count = torch.zeros(R, dtype=torch.long, device=device)
     history = input_ids
     out: list[torch.Tensor] = []
+    state = stop_rule.start(R) if stop_rule is not None else None
     reserve(cache, limit)
     for _ in range(limit):
         logits = next_logits.float()
@@ -158,7 +163,11 @@ def decode(
         logp += torch.where(live, raw.gather(-1, token[:, None]).squeeze(1).double(), 0.0)
         count += live.long()
         out.append(token)
-        done = done | torch.isin(token, stop_ids)
+        ended = torch.isin(token, stop_ids)
+        if stop_rule is not None:
+            by_text, state = stop_rule.step(token, state)
+            ended = ended | (by_text & live)
+        done = done | ended
         if bool(done.all()):
             break
         history = torch.cat([history, token[:, None]], dim=1)

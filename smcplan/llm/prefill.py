@@ -20,7 +20,15 @@ logits are computed (``logits_to_keep=1``). Afterwards every prompt's states are
 tree (the part not stored yet).
 
 Prompts of one batch that share a prefix longer than what is cached (N particles with one
-history) have that prefix run once first (``share_min``), then reuse it like any cached prefix.
+history; the |A| world-model prompts of one planner step, which differ only by the action at
+the end) have that prefix run once first (``share_min``), then reuse it like any cached prefix.
+The shared prefixes are the branching points of the prompts' token trie (the longest common
+prefix of each pair of neighbours in sorted order), run outermost first, one batched pass per
+level: ``context + "Action: move "`` (shared by "move east" and "move west") and
+``context + "Action: open door to "`` then continue from the stored ``context + "Action: "``
+instead of each running the whole context again, and a level whose own new part is under
+``share_min`` tokens is left to the main pass.  So the common context is prefilled once
+whatever the actions are; the main pass runs the rows' rests (:func:`shared_plan`).
 
 Without a cache (``prefix_cache=None``) this is the plain left-padded prefill.
 
@@ -29,7 +37,7 @@ Imports torch and transformers; must not import ``smcplan.memory`` or ``smcplan.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,7 +45,7 @@ import torch
 
 from smcplan.llm.prefix_cache import PrefixCache
 
-__all__ = ["Prefilled", "prefill", "supports_prefix_cache"]
+__all__ = ["Prefilled", "prefill", "shared_plan", "supports_prefix_cache"]
 
 #: Rows of one batch sharing an uncached prefix of at least this many tokens run it once first.
 SHARE_MIN_TOKENS = 32
@@ -82,21 +90,51 @@ def _lcp(a: Sequence[int], b: Sequence[int]) -> int:
     return i
 
 
-def _shared_prefixes(
-    rows: Sequence[Sequence[int]], hits: Sequence[int], share_min: int
-) -> list[list[int]]:
-    """Distinct prefixes shared by >= 2 rows, ``share_min`` or more tokens beyond their cached
-    part."""
-    order = sorted(range(len(rows)), key=lambda i: list(rows[i]))
-    best = [0] * len(rows)
-    for a, b in zip(order, order[1:], strict=False):
-        n = min(_lcp(rows[a], rows[b]), len(rows[a]) - 1, len(rows[b]) - 1)
-        best[a], best[b] = max(best[a], n), max(best[b], n)
+def _branch_points(rows: Sequence[Sequence[int]]) -> list[tuple[int, ...]]:
+    """The branching points of the rows' token trie: the longest common prefix of each pair of
+    neighbours in sorted order (every inner node with two children is one of them), each at
+    most ``|row| - 1`` tokens (the last token of a prompt always runs), shortest first."""
+    ordered = sorted(list(r) for r in rows)
     out: dict[tuple[int, ...], None] = {}
-    for i, n in enumerate(best):
-        if n - hits[i] >= share_min:
-            out[tuple(rows[i][:n])] = None
-    return [list(p) for p in out]
+    for a, b in zip(ordered, ordered[1:], strict=False):
+        n = min(_lcp(a, b), len(a) - 1, len(b) - 1)
+        if n > 0:
+            out[tuple(a[:n])] = None
+    return sorted(out, key=len)
+
+
+def _outermost(prefixes: Sequence[tuple[int, ...]]) -> list[tuple[int, ...]]:
+    """The prefixes (shortest first) of which no other one is a proper prefix."""
+    roots: list[tuple[int, ...]] = []
+    for p in prefixes:
+        if not any(len(q) < len(p) and p[: len(q)] == q for q in roots):
+            roots.append(p)
+    return roots
+
+
+def shared_plan(
+    rows: Sequence[Sequence[int]],
+    cached: Callable[[Sequence[int]], int] = lambda p: 0,
+    share_min: int = SHARE_MIN_TOKENS,
+) -> list[list[list[int]]]:
+    """The passes that run the rows' shared prefixes before the rows themselves: a list of
+    levels, each a list of prefixes run as one batch.  ``cached(p)`` is how many leading tokens
+    of ``p`` are already stored (the prefix cache's match).  A branching point is run when at
+    least ``share_min`` of its tokens are neither cached nor in a shorter branching point run
+    before it; the outermost ones first, so that the inner ones continue from them."""
+    points = _branch_points(rows)
+    known = {p: cached(p) for p in points}
+    levels: list[list[list[int]]] = []
+    while True:
+        todo = [p for p in points if len(p) - known[p] >= share_min]
+        level = _outermost(todo)
+        if not level:
+            return levels
+        levels.append([list(p) for p in level])
+        for p in points:  # what this level stores, each later point reuses
+            for q in level:
+                if len(q) <= len(p) and p[: len(q)] == q:
+                    known[p] = max(known[p], len(q))
 
 
 def prefill(
@@ -114,10 +152,9 @@ def prefill(
             )
     run = 0
     if prefix_cache is not None and len(rows) > 1 and share_min > 0:
-        first = [prefix_cache.match(r, len(r) - 1)[0] for r in rows]
-        shared = _shared_prefixes(rows, first, share_min)
-        if shared:
-            run += _forward(model, shared, pad_id, prefix_cache).run
+        levels = shared_plan(rows, lambda p: prefix_cache.match(p, len(p))[0], share_min)
+        for level in levels:  # outermost first: each level continues from the one before
+            run += _forward(model, level, pad_id, prefix_cache).run
     out = _forward(model, rows, pad_id, prefix_cache)
     out.run += run
     if prefix_cache is not None:

@@ -66,7 +66,8 @@ from smcplan.llm.prefix_cache import DEFAULT_PREFIX_CACHE_BYTES, PrefixCache
 from smcplan.llm.protocol import Prompt
 from smcplan.llm.samples import Sample, Usage, _Runtime
 from smcplan.llm.scoring import score_cached, score_naive
-from smcplan.llm.vocab import outlines_vocabulary
+from smcplan.llm.stops import StopAt, StopRule, check_stop_at, cut
+from smcplan.llm.vocab import outlines_vocabulary, token_bytes
 
 __all__ = ["TransformersLanguageModel", "Sample", "Prompt", "Usage"]
 
@@ -175,6 +176,7 @@ class TransformersLanguageModel(ClientSide):
         seed: int | None = None,
         assistant_prefix: str | Sequence[str] = "",
         truncation: str | None = None,
+        stop_at: str | StopAt | None = None,
     ) -> list[list[Sample]]:
         """Draw ``n`` samples for each prompt in one batch; returns ``[prompt][sample]``.
 
@@ -184,17 +186,32 @@ class TransformersLanguageModel(ClientSide):
         :class:`GenerationError` when a bounded (JSON/choice) answer was truncated, and
         :class:`~smcplan.llm.inputs.ContextOverflowError` (before any forward pass) when a
         prompt does not fit the model's context window, unless ``truncation="left"``
-        (:mod:`smcplan.llm.inputs`).
+        (:mod:`smcplan.llm.inputs`). ``stop_at`` (this backend only; free text only):
+        ``"line"``, ``"sentence"`` or a :class:`~smcplan.llm.stops.StopAt` also ends a reply
+        at its first line or sentence (:mod:`smcplan.llm.stops`: the text is cut there, the
+        token that confirmed the end stays in ``token_ids``, ``logp`` and ``logq``).
         """
         with self._threading(), torch.inference_mode():
             return self._sample(
                 prompts, output_type, n, temperature, top_p, max_new_tokens, seed,
-                assistant_prefix, truncation,
+                assistant_prefix, truncation, stop_at,
             )
+
+    def _stop_rule(self, stop: StopAt | None, vocab_size: int) -> StopRule | None:
+        """The (cached) :class:`StopRule` of ``stop`` on this model's vocabulary."""
+        if stop is None:
+            return None
+        rules = self.__dict__.setdefault("_stop_rules", {})
+        key = (stop, vocab_size, str(self.device))
+        if key not in rules:
+            if "_token_bytes" not in self.__dict__:
+                self._token_bytes = token_bytes(self.tokenizer)
+            rules[key] = StopRule(self._token_bytes, vocab_size, stop).to(self.device)
+        return rules[key]
 
     def _sample(  # the parameters of sample(), in order
         self, prompts, output_type, n, temperature, top_p, max_new_tokens, seed,
-        assistant_prefix, truncation,
+        assistant_prefix, truncation, stop_at=None,
     ) -> list[list[Sample]]:
         prompts = check_prompts(prompts)
         n, temperature, top_p, max_new_tokens, seed = check_sampling(
@@ -202,6 +219,12 @@ class TransformersLanguageModel(ClientSide):
         )
         truncation = check_truncation(truncation)
         spec = output_spec(output_type)  # a bad output type is refused even without prompts
+        stop_at = check_stop_at(stop_at)
+        if stop_at is not None and spec.term is not None:
+            raise InvalidArgumentError(
+                f"stop_at={stop_at!r} ends free text only; output_type {spec.key[:80]!r} has its "
+                "own end (pass stop_at=None)"
+            )
         if not prompts:
             return []
         bound, limit = token_limit(spec, max_new_tokens)
@@ -236,6 +259,7 @@ class TransformersLanguageModel(ClientSide):
             self.model, cache, next_logits, ids, mask, pre.lengths.index_select(0, rows) - 1,
             proc, limit=limit, temperature=temperature, top_p=top_p, generator=gen,
             stop_ids=stop, eos_id=self.eos_token_id,
+            stop_rule=self._stop_rule(stop_at, int(next_logits.shape[-1])),
         )
         count, done, logq, logp = dec.count, dec.done, dec.logq, dec.logp
         if self.prefix_cache is not None:  # keep the states of the sampled answers too
@@ -250,8 +274,10 @@ class TransformersLanguageModel(ClientSide):
         for i in range(R):
             all_toks = gen_ids[i, : int(count[i])].tolist()
             finished = bool(done[i])
-            toks = all_toks[:-1] if finished and all_toks else all_toks
-            text = self.tokenizer.decode(toks, skip_special_tokens=True)
+            # the last draw of a finished row is its stop token, unless a text rule ended it
+            stopped = finished and bool(all_toks) and all_toks[-1] in self.stop_token_ids
+            toks = all_toks[:-1] if stopped else all_toks
+            text = cut(self.tokenizer.decode(toks, skip_special_tokens=True), stop_at)
             samples.append(
                 finished_sample(
                     spec, text, all_toks, finished, float(logp[i]), float(logq[i]), limit,

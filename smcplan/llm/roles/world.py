@@ -16,14 +16,17 @@ Must not import ``smcplan.memory`` or ``smcplan.envs``.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from smcplan.errors import InvalidArgumentError
 from smcplan.llm.roles.base import Role, check_lengths
 from smcplan.llm.samples import Sample
+from smcplan.llm.stops import StopAt, check_stop_at
 
 if TYPE_CHECKING:
     from smcplan.llm.protocol import LanguageModel
@@ -36,7 +39,14 @@ class ObservationModel(Role):
 
     ``Sample.logp`` is log p(o | context, action) of the sampled text under the model; sampling is
     at ``temperature`` (1 = the model's distribution) and stops at end-of-turn or
-    ``max_new_tokens``.
+    ``max_new_tokens``, and with ``stop_at`` (``"line"``, ``"sentence"`` or a
+    :class:`~smcplan.llm.stops.StopAt`; the in-process transformers backend) also at the end of
+    the reply's first line or sentence, the event a twist reads (:mod:`smcplan.llm.stops`):
+    a model that rambles past it then decodes a few tokens instead of ``max_new_tokens``.
+
+    The |A| prompts of one planner step share their whole context and differ only by the
+    action at its end; the backend runs that context once and the rests and all replies as one
+    batch (:mod:`smcplan.llm.prefill`, :mod:`smcplan.llm.decode`).
     """
 
     asset_name = "observation"
@@ -47,12 +57,20 @@ class ObservationModel(Role):
         temperature: float = 1.0,
         top_p: float = 1.0,
         max_new_tokens: int = 48,
+        stop_at: str | StopAt | None = None,
         **kwargs,
     ) -> None:
         super().__init__(lm, **kwargs)
         self.temperature = temperature
         self.top_p = top_p
         self.max_new_tokens = max_new_tokens
+        self.stop_at = check_stop_at(stop_at)
+        if self.stop_at is not None and not _takes_stop_at(lm.sample):
+            raise InvalidArgumentError(
+                f"ObservationModel(stop_at={stop_at!r}): {type(lm).__name__}.sample cannot stop "
+                "at a line or sentence; use the in-process transformers backend (load_model()) "
+                "or stop_at=None"
+            )
 
     def _prompts(
         self, contexts: Sequence[str], actions: Sequence[str]
@@ -67,6 +85,7 @@ class ObservationModel(Role):
     ) -> list[Sample]:
         if check_lengths("ObservationModel", contexts=contexts, actions=actions) == 0:
             return []
+        stop = {"stop_at": self.stop_at} if self.stop_at is not None else {}
         samples = self.lm.sample(
             self._prompts(contexts, actions),
             None,
@@ -74,6 +93,7 @@ class ObservationModel(Role):
             top_p=self.top_p,
             max_new_tokens=self.max_new_tokens,
             seed=seed,
+            **stop,
         )
         out = []
         for (s,) in samples:
@@ -89,6 +109,12 @@ class ObservationModel(Role):
             "ObservationModel", contexts=contexts, actions=actions, observations=observations
         )
         return self.lm.logprob(self._prompts(contexts, actions), list(observations), add_eos=True)
+
+
+def _takes_stop_at(sample) -> bool:
+    """Whether ``sample`` accepts ``stop_at=`` (or forwards keywords, as a wrapper does)."""
+    params = inspect.signature(sample).parameters.values()
+    return any(p.name == "stop_at" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
 
 
 @dataclass
