@@ -179,6 +179,22 @@ def test_candidate_features_are_one_forward_pass_per_candidate(tiny_lm):
         assert np.max(np.abs(want.double().numpy())) <= bound * (1 + gamma(c.hidden_size))
 
 
+def test_a_full_cache_returns_the_rows_a_call_hit_even_when_that_call_evicts_them():
+    """A lookup that hits the oldest entries and adds new ones past ``max_entries`` returns the
+    rows it hit (read before the oldest are dropped; a 16-iteration run on SmolLM2 died here
+    with a KeyError once the cache held 50,000 entries)."""
+    cache = FeatureCache(max_entries=2)
+
+    def compute(missing):
+        return np.array([[float(10 + i), 2.0] for i in missing])
+
+    first = cache.lookup("f", "s", ["x", "y"], compute)
+    out = cache.lookup("f", "s", ["x", "u", "v"], compute)  # hits x, adds u and v: 4 > 2
+    assert out[0].tolist() == first[0].tolist()
+    assert out[1:].tolist() == [[11.0, 2.0], [12.0, 2.0]]
+    assert list(cache.rows) == [FeatureCache.key("f", "s", c) for c in ("u", "v")]
+
+
 def test_the_feature_cache_counts_evicts_and_round_trips(tmp_path):
     cache, calls = FeatureCache(max_entries=3), []
 

@@ -358,9 +358,11 @@ class FeatureCache:
         for j, i in enumerate(missing):
             got[i] = np.asarray(fresh[j], dtype=np.float32)
             self.rows[keys[i]] = got[i]
+        # read this call's rows before dropping the oldest entries: a full cache may drop a
+        # row this very call hit (a KeyError after 50,000 entries, in a 16-iteration run)
+        rows = [got[i] if i in got else self.rows[k] for i, k in enumerate(keys)]
         while len(self.rows) > self.max_entries:
             self.rows.popitem(last=False)
-        rows = [got[i] if i in got else self.rows[k] for i, k in enumerate(keys)]
         return np.stack(rows).astype(np.float64)
 
     def save(self, path: str | os.PathLike[str]) -> None:
