@@ -55,6 +55,11 @@ tag and the action are chosen *together* by a linear-softmax head over the step'
 (:class:`~smcplan.llm.roles.policy_head.PolicyHead`), drawn at ``action_temperature`` (0: the
 argmax); no text is generated, the tag's sentence is a fixed one (:data:`HEAD_SENTENCES`), and
 the guides do not apply.  The answer, its parse and its process reward are recorded as above.
+A head trained with map notes (``map_notes`` in its info) reads, for each candidate, what the
+agent's own place map says about its action (:mod:`smcplan.agents.map_notes`: the map read from
+this episode's real observations with the rules of :func:`~smcplan.agents.extractors.game_rules`,
+as the RLAW agent's critic notes), the text it was trained on; the chosen action's note is
+recorded as ``rlvmr_head_note``.
 
 Validity of step t (admissible and accepted: ``info["invalid"]`` false at step t + 1) is filled
 in when the next observation arrives. A planning block becomes the plan shown in later prompts.
@@ -195,6 +200,10 @@ class RLVMRAgent(LLMAgent):
             self.policy_head = PolicyHead.load(resolve_artifact(policy_head, "policy_head"))
         self._head_features: Any = None
         self._head_steps: list[tuple[str, str, str]] = []
+        #: whether the head reads map notes (its trainer's ``map_notes``), and this episode's map
+        self.head_notes = bool(self.policy_head is not None
+                               and self.policy_head.info.get("map_notes", False))  # fmt: skip
+        self._head_map: Any = None
 
     # ------------------------------------------------------------------ episode state
     def on_reset(self, task: str, observation: str, admissible: list[str]) -> None:
@@ -202,6 +211,12 @@ class RLVMRAgent(LLMAgent):
         self.episode_return = 0.0
         self.plan = ""
         self._head_steps = []
+        if self.head_notes:
+            from smcplan.agents.extractors import game_rules
+            from smcplan.agents.map_notes import MapNotes
+
+            self._head_map = MapNotes(game_rules(getattr(self.belief, "extractor", None)))
+            self._head_map.reset(observation)
 
     def on_episode_end(self, won: bool, score: float) -> None:
         self.episode_rewards = trajectory_rewards(self.trajectory, bool(won), self.rewards)
@@ -352,14 +367,22 @@ class RLVMRAgent(LLMAgent):
         if self._head_steps:  # the observation after the previous action is this one
             tag, action, _ = self._head_steps[-1]
             self._head_steps[-1] = (tag, action, observation)
+            if self._head_map is not None:
+                self._head_map.update(action, observation)
         pairs = candidate_pairs(head.tags, admissible)
         state = state_text(self.task, self._head_steps, observation, head.info.get("recent", 3))
-        logp = head.log_probs(self._head_features(state, pairs))
+        notes = None if self._head_map is None else self._head_map.notes([a for _, a in pairs])
+        if notes is None:
+            logp = head.log_probs(self._head_features(state, pairs))
+        else:
+            logp = head.log_probs(self._head_features(state, pairs, notes))
         rng = np.random.default_rng(self.next_seed())
         k = sample_index(logp, rng, self.action_temperature)
         tag, action = pairs[k]
         self._head_steps.append((tag, action, ""))
         rec.extra.update(rlvmr_head_logp=float(logp[k]), rlvmr_head_candidates=len(pairs))
+        if notes is not None:
+            rec.extra["rlvmr_head_note"] = notes[k]
         best = pairs[int(np.argmax(logp))][1]
         return tag, HEAD_SENTENCES.get(tag, f"{tag}."), action, float(logp[k]), best
 

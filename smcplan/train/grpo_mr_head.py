@@ -30,23 +30,26 @@ at the end of a short prompt + ``"tag: action"``):
    random draw is a function of (seed, iteration, task seed, episode), so a resumed run ends
    with the same head as an uninterrupted one.  Resuming with ``iterations`` below the
    completed count ends the run at that checkpoint (its head, its log).
+4. **Map notes** (``map_notes=True``, off by default): each candidate's text also says what the
+   agent's place map, read from the episode's real observations, says about its action
+   (:mod:`smcplan.agents.map_notes`, as for the critic head), in the cold start, the rollouts
+   and the held-out evaluation; the head records ``map_notes`` in its ``info`` and the RLVMR
+   agent builds the same notes at play time.  A resumed run or an ``init_head`` must agree.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from smcplan.agents.rlvmr_rewards import TAGS
-from smcplan.errors import InvalidArgumentError, check_float, check_int
+from smcplan.errors import InvalidArgumentError
 from smcplan.jsonfile import write_json
 from smcplan.llm.roles.policy_head import PolicyHead
-from smcplan.train.grpo_mr import NORMALIZATIONS, check_alpha, check_group_size
 from smcplan.train.head_cold_start import cold_start_head, standardised
+from smcplan.train.head_config import HeadGRPOConfig
 from smcplan.train.head_episodes import (
     episode_metrics,
     episode_rng,
@@ -66,103 +69,6 @@ __all__ = [
 ]
 
 STATE = "state.json"
-#: config keys a resumed run may change
-_RESUMABLE = ("iterations", "resume", "eval_every", "feature_cache")
-
-
-@dataclass(frozen=True)
-class HeadGRPOConfig:
-    """One run (module docstring).  Rollouts: ``seeds`` of ``env`` (``split``), ``group_size``
-    episodes of at most ``max_steps`` steps per seed and iteration, ``iterations``; the head:
-    ``model`` (frozen), ``layers`` (default: the last and the middle one), ``data`` (gold shards
-    for the cold start, ``l2`` its regulariser) or ``init_head`` (a saved head, also the
-    reference), ``recent`` (steps shown in the state text), ``tags``; GRPO-MR: ``alpha``,
-    ``eps``, ``normalize``; the update: ``learning_rate``, ``epochs`` (gradient steps per
-    iteration), ``clip_eps``, ``kl_coef``, ``max_grad_norm``; ``threads``, ``seed``,
-    ``resume``, ``cache_entries`` (features kept).  ``seeds_per_iteration`` (0: all): iteration
-    :math:`k` plays the ``seeds_per_iteration`` seeds that follow those of iteration
-    :math:`k - 1` in ``seeds``, cyclically.  ``eval_seeds`` (of ``eval_split``, default
-    ``split``): the held-out seeds the greedy head (the argmax) plays before training and
-    after every ``eval_every`` iterations and the last one; ``iterations = 0``: the cold start
-    alone, evaluated."""
-
-    out: Path
-    env: str = "twx:coin"
-    seeds: tuple[int, ...] = (0,)
-    split: str | None = None
-    model: str | None = None
-    layers: tuple[int, ...] | None = None
-    data: tuple[Path, ...] = ()
-    init_head: Path | None = None
-    l2: float | tuple[float, ...] = 1e-6
-    l2_folds: int = 5
-    feature_cache: Path | None = None
-    recent: int = 3
-    tags: tuple[str, ...] = TAGS
-    group_size: int = 8
-    iterations: int = 10
-    seeds_per_iteration: int = 0
-    eval_seeds: tuple[int, ...] = ()
-    eval_split: str | None = None
-    eval_every: int = 1
-    max_steps: int = 25
-    alpha: float = 0.5
-    eps: float = 1e-6
-    normalize: str = "mean_std"
-    learning_rate: float = 0.5
-    epochs: int = 10
-    clip_eps: float = 0.2
-    kl_coef: float = 0.01
-    max_grad_norm: float = 1.0
-    threads: int | None = None
-    seed: int = 0
-    resume: bool = False
-    cache_entries: int = 50_000
-    batch: int = 16
-
-    def validated(self) -> HeadGRPOConfig:
-        check_group_size(self.group_size)
-        check_alpha(self.alpha)
-        check_int(self.iterations, "iterations", minimum=0)
-        check_int(self.seeds_per_iteration, "seeds_per_iteration", minimum=0)
-        check_int(self.eval_every, "eval_every", minimum=1)
-        check_int(self.max_steps, "max_steps", minimum=1)
-        check_int(self.epochs, "epochs", minimum=1)
-        check_int(self.recent, "recent", minimum=0)
-        check_int(self.seed, "seed", minimum=0)
-        for name in ("learning_rate", "clip_eps", "max_grad_norm", "eps"):
-            check_float(getattr(self, name), name, minimum=0.0, min_inclusive=False)
-        for value in self.l2 if isinstance(self.l2, tuple) else (self.l2,):
-            check_float(value, "l2", minimum=0.0, min_inclusive=False)
-        if isinstance(self.l2, tuple) and not self.l2:
-            raise InvalidArgumentError("l2=[]: give one value or a grid such as [1e-4,1e-2]")
-        check_int(self.l2_folds, "l2_folds", minimum=2)
-        check_float(self.kl_coef, "kl_coef", minimum=0.0)
-        if self.normalize not in NORMALIZATIONS:
-            raise InvalidArgumentError(
-                f"normalize={self.normalize!r}: give one of {', '.join(NORMALIZATIONS)}"
-            )
-        if not self.seeds:
-            raise InvalidArgumentError("seeds is empty; give at least one task seed, e.g. [0]")
-        bad = [t for t in self.tags if t not in TAGS]
-        if bad or not self.tags:
-            raise InvalidArgumentError(f"tags={list(self.tags)!r}: give a subset of {list(TAGS)}")
-        if self.data and self.init_head is not None:
-            raise InvalidArgumentError(
-                "data and init_head both given: the cold start fits a head from data, "
-                "init_head loads one; give one of them"
-            )
-        return self
-
-    def as_json(self) -> dict[str, Any]:
-        def plain(v: Any) -> Any:
-            if isinstance(v, Path):
-                return str(v)
-            if isinstance(v, tuple):
-                return [plain(x) for x in v]
-            return v
-
-        return {k: plain(v) for k, v in asdict(self).items()}
 
 
 def _iteration(
@@ -175,7 +81,7 @@ def _iteration(
     for s in iteration_seeds(cfg.seeds, cfg.seeds_per_iteration, it):
         eps = [
             play_episode(env, s, head, features, episode_rng(cfg.seed, it, s, j), cfg.max_steps,
-                         cfg.recent)
+                         cfg.recent, 1.0, notes_rules(cfg))
             for j in range(cfg.group_size)
         ]  # fmt: skip
         f, k, a = group_batch(eps, cfg.alpha, cfg.eps, cfg.normalize)
@@ -215,12 +121,11 @@ def _start(cfg: HeadGRPOConfig, out: Path, features: Any) -> tuple[PolicyHead, P
         import json
 
         saved = json.loads((out / "config.json").read_text(encoding="utf-8"))
-        now = cfg.as_json()
-        differ = sorted(k for k in now if k not in _RESUMABLE and saved.get(k) != now[k])
+        differ = cfg.resume_differences(saved)
         if differ:
             raise InvalidArgumentError(
                 f"resume: {', '.join(differ)} differ from the run in {out} "
-                f"({', '.join(f'{k}={saved.get(k)!r}' for k in differ)}); give the same "
+                f"({', '.join(f'{k}={v!r}' for k, v in differ.items())}); give the same "
                 "settings (only iterations may grow) or another --out"
             )
         done = json.loads(state.read_text(encoding="utf-8"))
@@ -236,13 +141,20 @@ def _start(cfg: HeadGRPOConfig, out: Path, features: Any) -> tuple[PolicyHead, P
     layers = tuple(getattr(features, "layers", ()) or ())
     if cfg.init_head is not None:
         ref = PolicyHead.load(cfg.init_head)
+        was = bool(ref.info.get("map_notes", False))
+        if was != cfg.map_notes:
+            raise InvalidArgumentError(
+                f"map_notes={cfg.map_notes} but init_head {str(cfg.init_head)!r} was trained "
+                f"with map_notes={was}: its weights read other candidate texts; give "
+                f"--opt map_notes={str(was).lower()} or a head trained with the same setting"
+            )
     elif cfg.data:
-        ref = cold_start_head(
-            cfg.data, features, cfg.tags, cfg.l2, cfg.recent, layers, cfg.l2_folds
-        )
+        ref = cold_start_head(cfg.data, features, cfg.tags, cfg.l2, cfg.recent, layers,
+                              cfg.l2_folds, cfg.map_notes)  # fmt: skip
     else:
         ref = PolicyHead.uniform(int(features.dim), cfg.tags, layers, standardise="pending")
-    ref = ref.with_weight(ref.weight, features=getattr(features, "name", None), recent=cfg.recent)
+    ref = ref.with_weight(ref.weight, features=getattr(features, "name", None), recent=cfg.recent,
+                          map_notes=cfg.map_notes)  # fmt: skip
     write_json(out / "config.json", cfg.as_json())
     ref.save(out / "reference")
     return ref, ref, 0
@@ -299,7 +211,8 @@ def train_grpo_mr_head(
         eval_env = env
 
     def heldout(h: PolicyHead) -> dict[str, Any]:
-        return evaluate_head(h, eval_env, cfg.eval_seeds, features, cfg.max_steps, cfg.recent)
+        return evaluate_head(h, eval_env, cfg.eval_seeds, features, cfg.max_steps, cfg.recent,
+                             notes_rules(cfg))  # fmt: skip
 
     start_file = out / "heldout-start.json"
     if cfg.eval_seeds and not start_file.is_file():
@@ -357,6 +270,13 @@ def train_grpo_mr_head(
     return manifest
 
 
+def notes_rules(cfg: HeadGRPOConfig) -> str | None:
+    """What the rollouts read the place maps with when ``cfg.map_notes``: the env's name (the
+    rules :func:`smcplan.games.rules_for` resolves, as the cold start's maps read the gold
+    shards' env); ``None`` without notes."""
+    return cfg.env if cfg.map_notes else None
+
+
 def starting_cache(cfg: HeadGRPOConfig) -> Any:
     """The feature cache a run starts with: ``cfg.feature_cache``'s entries for a new run;
     empty for a resumed one, which loads its own ``features.npz`` (so the file a run started
@@ -385,8 +305,8 @@ def run(request: Any) -> dict[str, Any]:
     ``vanilla`` (true: alpha = 1), ``eps``, ``normalize``, ``clip_eps``, ``kl_coef``,
     ``max_grad_norm``, ``l2`` (a list: chosen by cross-validation), ``l2_folds``,
     ``feature_cache`` (an ``.npz`` of features to start from), ``recent``, ``layers`` (list),
-    ``threads``, ``batch``,
-    ``cache_entries``.  ``--max-steps``, ``--batch-size`` and ``--save-steps`` do not apply."""
+    ``threads``, ``batch``, ``cache_entries``, ``map_notes`` (true: each candidate carries its
+    action's map note).  ``--max-steps``, ``--batch-size`` and ``--save-steps`` do not apply."""
     from smcplan.train.options import trainer_options
     from smcplan.train.registry import refuse_flags
 
@@ -435,5 +355,6 @@ def run(request: Any) -> dict[str, Any]:
         resume=request.resume,
         cache_entries=opts.get("cache_entries", 50_000),
         batch=opts.get("batch", 16),
+        map_notes=opts.get("map_notes", False),
     )
     return train_grpo_mr_head(cfg, progress=request.progress)

@@ -99,21 +99,33 @@ def cross_validate_l2(
 
 def cold_start_head(
     shards: Any, features: Any, tags: Any = TAGS, l2: Any = 1e-6, recent: int = 3,
-    layers: Any = (), folds: int = 5,
+    layers: Any = (), folds: int = 5, map_notes: bool = False,
 ) -> PolicyHead:  # fmt: skip
     """The cold-start head (module docstring, step 1) fitted on the gold steps of ``shards``;
     ``l2`` a grid of several values: the one of least held-out NLL, ``folds``-fold over
-    episodes (:func:`smcplan.train.head_cold_start.cross_validate_l2`), its table in ``info``."""
+    episodes (:func:`smcplan.train.head_cold_start.cross_validate_l2`), its table in ``info``;
+    ``map_notes``: each candidate carries its map note, from the place maps the critic's noted
+    examples use (the shards' env rules, each state's map read from its episode's earlier gold
+    steps: :func:`smcplan.agents.map_notes.episode_maps`)."""
     from smcplan.train.data import read_shard
 
-    transitions = [tr for s in shards for tr in read_shard(s).transitions]
-    steps = gold_steps(transitions, tags, recent)
+    reads = [read_shard(s) for s in shards]
+    transitions = [tr for r in reads for tr in r.transitions]
+    maps = None
+    if map_notes:
+        from smcplan.train.critic import _maps
+
+        maps = _maps(transitions, [r.header for r in reads])
+    steps = gold_steps(transitions, tags, recent, maps)
     if not steps:
         raise InvalidArgumentError(
             f"no won episode in {[str(s) for s in shards]}: the cold start needs successful "
             "gold episodes (smcplan train collect --source gold)"
         )
-    phis = [features(s["state"], s["pairs"]) for s in steps]
+    if maps is None:  # the plain call: features that take no notes still work
+        phis = [features(s["state"], s["pairs"]) for s in steps]
+    else:
+        phis = [features(s["state"], s["pairs"], s["notes"]) for s in steps]
     rows = np.concatenate(phis)
     base = PolicyHead.uniform(rows.shape[1], tags, layers)
     base = standardised(base, rows, "the gold steps' candidates")

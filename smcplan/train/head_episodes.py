@@ -19,6 +19,14 @@ vanilla GRPO); each step becomes one row of the update's
 **Gold steps** (:func:`gold_steps`): the won episodes of a shard, tagged by the cold start's
 rules (:func:`smcplan.train.rlvmr.annotate`), each step with its state text, candidates and the
 index of the gold (tag, action).
+
+**Map notes** (``map_notes``, an option of the trainer): each candidate's text also carries what
+the agent's place map says about its action (:func:`smcplan.agents.map_notes.action_note`; the
+critic's precedent).  A rollout reads the map from the episode's real observations
+(:class:`~smcplan.agents.map_notes.MapNotes`, read with the rules of ``map_notes``, an env name
+or a :class:`~smcplan.games.GameRules`), as the RLVMR agent does at play time; the gold steps
+use the maps of :func:`smcplan.agents.map_notes.episode_maps` (the critic's noted data).
+Without it, ``features(state, pairs)`` is called as before and no note is computed.
 """
 
 from __future__ import annotations
@@ -61,8 +69,10 @@ def play_episode(
     max_steps: int,
     recent: int = 3,
     temperature: float = 1.0,
+    map_notes: Any = None,
 ) -> dict[str, Any]:
-    """One episode of ``env`` (reset to ``task_seed``) played by ``head`` (module docstring).
+    """One episode of ``env`` (reset to ``task_seed``) played by ``head`` (module docstring);
+    ``map_notes`` (an env name or rules; ``None``: none): each candidate carries its note.
 
     Returns ``{"won", "score", "steps", "tags", "actions", "rewards", "features" (one (n_t, d)
     array per step), "chosen" (the index in each step's candidates), "explore_new", "invalid"
@@ -74,12 +84,22 @@ def play_episode(
     tagged: list[TaggedStep] = []
     feats, chosen, invalid = [], [], []
     won, score = False, 0.0
+    notes = None
+    if map_notes is not None:
+        from smcplan.agents.map_notes import MapNotes
+
+        notes = MapNotes(map_notes)
+        notes.reset(str(obs))
     for _ in range(max_steps):
         if tagged:
             prev = tagged[-1]
             tagged[-1] = TaggedStep(prev.tag, prev.action, True, not bool(info.get("invalid")))
         pairs = candidate_pairs(head.tags, list(info.get("admissible_actions") or []))
-        phi = features(state_text(task, history, obs, recent), pairs)
+        state = state_text(task, history, obs, recent)
+        if notes is None:
+            phi = features(state, pairs)
+        else:
+            phi = features(state, pairs, notes.notes([a for _, a in pairs]))
         k = sample_index(head.log_probs(phi), rng, temperature)
         tag, action = pairs[k]
         feats.append(phi)
@@ -88,6 +108,8 @@ def play_episode(
         info = dict(info or {})
         invalid.append(bool(info.get("invalid")))
         history.append((tag, action, str(obs)))
+        if notes is not None:
+            notes.update(action, str(obs))
         tagged.append(TaggedStep(tag, action, True, True))
         won, score = bool(info.get("won", False)), float(info.get("score", 0.0) or 0.0)
         if done:
@@ -137,12 +159,17 @@ def group_batch(
 
 
 def gold_steps(
-    transitions: Iterable[dict[str, Any]], tags: Sequence[str] = TAGS, recent: int = 3
+    transitions: Iterable[dict[str, Any]],
+    tags: Sequence[str] = TAGS,
+    recent: int = 3,
+    maps: dict[tuple[str, int], Any] | None = None,
 ) -> list[dict[str, Any]]:
     """``{"episode", "t", "state", "pairs", "gold"}`` for every step of the *won* episodes
     among shard ``transitions``: the state text the head reads, the candidates (the shard's
     admissible list, the gold action added when missing) and the index of the annotated
-    (tag, gold action) among them."""
+    (tag, gold action) among them; with ``maps`` (:func:`smcplan.agents.map_notes.episode_maps`
+    of the whole shard) also ``"notes"``, each candidate's map note."""
+    from smcplan.agents.map_notes import action_note
     from smcplan.train.rlvmr import annotated_wins
 
     out = []
@@ -158,15 +185,17 @@ def gold_steps(
             if r["action"] not in admissible:
                 admissible.append(r["action"])
             pairs = candidate_pairs(tags, admissible)
-            out.append(
-                {
-                    "episode": episode,
-                    "t": int(r["t"]),
-                    "state": state_text(r["task"], history, r["observation"], recent),
-                    "pairs": pairs,
-                    "gold": pairs.index((tag, r["action"])),
-                }
-            )
+            step = {
+                "episode": episode,
+                "t": int(r["t"]),
+                "state": state_text(r["task"], history, r["observation"], recent),
+                "pairs": pairs,
+                "gold": pairs.index((tag, r["action"])),
+            }
+            if maps is not None:
+                m = maps[(str(episode), int(r["t"]))]
+                step["notes"] = [action_note(m, a, first_step=int(r["t"]) == 0) for _, a in pairs]
+            out.append(step)
             history.append((tag, r["action"], str(r["next_observation"])))
     return out
 
@@ -204,13 +233,15 @@ def episode_metrics(episodes: Any, tags: Any) -> dict[str, Any]:
 
 
 def evaluate_head(
-    head: PolicyHead, env: Any, seeds: Any, features: Any, max_steps: int, recent: int
-) -> dict[str, Any]:
+    head: PolicyHead, env: Any, seeds: Any, features: Any, max_steps: int, recent: int,
+    map_notes: Any = None,
+) -> dict[str, Any]:  # fmt: skip
     """The greedy head (the argmax candidate at every step) on each of ``seeds``: the metrics
-    of :func:`episode_metrics` and ``won`` per seed (a pure function of the head: no draw)."""
+    of :func:`episode_metrics` and ``won`` per seed (a pure function of the head: no draw);
+    ``map_notes`` as in :func:`play_episode`."""
     t0 = time.perf_counter()
     rng = np.random.default_rng(0)  # unused at temperature 0
-    eps = {int(s): play_episode(env, s, head, features, rng, max_steps, recent, 0.0)
+    eps = {int(s): play_episode(env, s, head, features, rng, max_steps, recent, 0.0, map_notes)
            for s in seeds}  # fmt: skip
     out = episode_metrics(list(eps.values()), head.tags)
     out["won"] = {str(s): bool(e["won"]) for s, e in eps.items()}

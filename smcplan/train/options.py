@@ -133,6 +133,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         "threads": integer(1),
         "batch": integer(1),
         "cache_entries": integer(1),
+        "map_notes": boolean,
     },
 }
 

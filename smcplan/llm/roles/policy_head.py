@@ -4,7 +4,9 @@ Instead of generating ``<tag>...</tag><action>a</action>``, the agent *scores* t
 candidates :math:`C_t = G \times A_t` (the meta-reasoning tags times the admissible actions).
 Candidate :math:`c = (g, a)` is written ``"g: a"`` (:func:`candidate_text`) as the assistant's
 answer after a short user prompt holding the state text :math:`s_t` (:func:`state_text`: the
-task, the actions tried so far, the last few steps and the current observation).  With
+task, the actions tried so far, the last few steps and the current observation); a head
+trained with map notes adds to each answer a line of what the agent's place map says about
+``a`` (a plain string its caller computes: this module reads no map).  With
 :math:`h_\ell(x)` the hidden state of the last token of that prompt after decoder layer
 :math:`\ell` of the *frozen* model (``-1``: the last layer, after the final norm), the features
 and the policy are
@@ -56,6 +58,7 @@ if TYPE_CHECKING:
 __all__ = [
     "POLICY_FILE",
     "INSTRUCTION",
+    "NOTE_LABEL",
     "state_text",
     "candidate_text",
     "candidate_pairs",
@@ -72,6 +75,9 @@ __all__ = [
 #: the file that marks a folder as a policy head (its arrays sit beside it in ``.npz``)
 POLICY_FILE = "policy_head.json"
 _ARRAYS = "policy_head.npz"
+
+#: the label of a candidate's note line (:func:`candidate_text`; the critic's prompt says it so)
+NOTE_LABEL = "What the agent's map says: "
 
 #: the request after the state text in the user turn
 INSTRUCTION = (
@@ -106,9 +112,12 @@ def state_text(
     return "\n".join(lines)
 
 
-def candidate_text(tag: str, action: str) -> str:
-    """The answer text of candidate ``(tag, action)``: ``"tag: action"``."""
-    return f"{tag}: {action}"
+def candidate_text(tag: str, action: str, note: str = "") -> str:
+    """The answer text of candidate ``(tag, action)``: ``"tag: action"``, and with a ``note``
+    (what the agent's place map says about the action: a plain string the caller computes,
+    e.g. :func:`smcplan.agents.map_notes.action_note`) a second line :data:`NOTE_LABEL` +
+    ``note``, so the features are read after it.  An empty note leaves the text unchanged."""
+    return f"{tag}: {action}\n{NOTE_LABEL}{note}" if note else f"{tag}: {action}"
 
 
 def candidate_pairs(tags: Sequence[str], admissible: Sequence[str]) -> list[tuple[str, str]]:
@@ -382,9 +391,10 @@ class FeatureCache:
 
 
 class LMFeatures:
-    """:math:`\\phi(s, c)` on a frozen model: ``features(state, pairs) -> (len(pairs), dim)``
-    for ``pairs`` of (tag, action), through :func:`candidate_features` and a
-    :class:`FeatureCache`.  ``layers`` default: the last layer and the middle one."""
+    """:math:`\\phi(s, c)` on a frozen model: ``features(state, pairs, notes=None) ->
+    (len(pairs), dim)`` for ``pairs`` of (tag, action) (``notes``: one per pair, see
+    :func:`candidate_text`), through :func:`candidate_features` and a :class:`FeatureCache`.
+    ``layers`` default: the last layer and the middle one."""
 
     def __init__(
         self,
@@ -401,8 +411,17 @@ class LMFeatures:
         self.dim = len(self.layers) * int(self.model.config.hidden_size)
         self.name = f"lm:{getattr(lm, 'name', '?')}:{list(self.layers)}"
 
-    def __call__(self, state: str, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
-        texts = [candidate_text(g, a) for g, a in pairs]
+    def __call__(
+        self, state: str, pairs: Sequence[tuple[str, str]], notes: Sequence[str] | None = None
+    ) -> np.ndarray:
+        """The features of ``pairs`` after ``state``; ``notes``: one per pair (its action's
+        note, :func:`candidate_text`), or ``None``: no notes."""
+        if notes is not None and len(notes) != len(pairs):
+            raise InvalidArgumentError(
+                f"notes: {len(notes)} for {len(pairs)} candidates; give one note per candidate"
+            )
+        notes = [""] * len(pairs) if notes is None else notes
+        texts = [candidate_text(g, a, n) for (g, a), n in zip(pairs, notes, strict=True)]
         prompt = state_prompt(state)
 
         def compute(missing: list[int]) -> np.ndarray:
