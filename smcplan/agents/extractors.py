@@ -29,8 +29,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from smcplan.games import GameRules, rules_for
+from smcplan.errors import InvalidArgumentError
+from smcplan.games import GENERIC, GameRules, rules_for
 from smcplan.memory import Extraction, Triplet, detect_env_kind, extract_triplets
+from smcplan.memory.extract import ENV_KINDS
 
 if TYPE_CHECKING:
     from smcplan.llm import LanguageModel
@@ -54,11 +56,32 @@ def clean_triplets(raw: Sequence[Sequence[str]]) -> tuple[list[Triplet], int]:
     return out, dropped
 
 
+def check_env_kind(env_kind: Any) -> str | None:
+    """``env_kind`` if it names a rule set (``None``: detect it from the first observation;
+    ``"auto"``; ``"generic"``; a benchmark or env name such as ``"twx:coin"``), else an
+    :class:`~smcplan.errors.InvalidArgumentError` naming it and the known ones."""
+    if env_kind is None:
+        return None
+    if isinstance(env_kind, str):
+        from smcplan.memory.extract import _ALIASES
+
+        head = env_kind.strip().lower().split(":", 1)[0]
+        if head in (GENERIC, "auto") or _ALIASES.get(head, head) in ENV_KINDS:
+            return env_kind
+    known = ", ".join([GENERIC, "auto", *ENV_KINDS])
+    raise InvalidArgumentError(
+        f"env_kind={env_kind!r}: unknown rule set; give one of {known} (or an env name such as "
+        f"'twx:coin'), or leave it unset to detect it from the first observation"
+    )
+
+
 class Extractor:
     """``extractor(observations, actions, locations) -> [Extraction]`` (module docstring).
 
     ``kind``: one of :data:`EXTRACTORS`; ``lm`` is needed for ``"llm"`` (and for ``"auto"`` when
-    the format is unknown); ``env_kind`` pins the rule set (e.g. ``"textworld_express"``);
+    the format is unknown); ``env_kind`` pins the rule set (e.g. ``"textworld_express"``, or
+    ``"generic"``: no game knowledge, :data:`smcplan.games.GENERIC`, triplets read with the
+    ``auto`` grammar; an unknown one is an :class:`~smcplan.errors.InvalidArgumentError`);
     ``llm_extractor`` replaces the default :class:`smcplan.llm.TripletExtractor` (same call
     signature), e.g. with other templates.
     """
@@ -76,7 +99,7 @@ class Extractor:
             raise ValueError("extractor='llm' needs lm= (a smcplan.llm.LanguageModel)")
         self.kind = kind
         self.lm = lm
-        self.env_kind = env_kind
+        self.env_kind = check_env_kind(env_kind)
         self._llm = llm_extractor
         self.active = "llm" if kind == "llm" else "rule"
         self._rules = env_kind or "auto"
@@ -99,6 +122,11 @@ class Extractor:
         """The rule set the episode reads with: ``env_kind`` if pinned, else the one
         :meth:`start` detected from the first observation, else ``"auto"``."""
         return self._rules
+
+    @property
+    def grammar(self) -> str:
+        """The triplet grammar of :attr:`rule_set` (``"auto"`` for ``"generic"``)."""
+        return "auto" if self._rules == GENERIC else self._rules
 
     @property
     def rules(self) -> GameRules:
@@ -129,7 +157,7 @@ class Extractor:
         locs = list(locations) if locations is not None else [None] * len(observations)
         if self.active == "rule":
             return [
-                extract_triplets(o, a, env_kind=self._rules, location=loc)
+                extract_triplets(o, a, env_kind=self.grammar, location=loc)
                 for o, a, loc in zip(observations, actions, locs, strict=True)
             ]
         raw = self.llm(list(observations), list(actions), seed=seed)

@@ -12,6 +12,9 @@ family             home
 ``toy``            :mod:`smcplan.games.toy` (the toy POMDP text envs)
 ``auto``           the text homes together: every known reply and task template, for an
                    episode whose format is not known (the default before this package)
+``generic``        :class:`NullRules` by name (:data:`GENERIC`): no game knowledge at all, the
+                   generic cell every game-specific result is reported beside (agents:
+                   ``env_kind="generic"``; the knowledge graph still reads with ``auto``)
 anything else      :class:`NullRules`: no correction, no goal, the env's ``invalid`` flag only
 =================  ===========================================================================
 
@@ -65,6 +68,7 @@ __all__ = [
     "HELD",
     "NOT_THINGS",
     "rules_for",
+    "GENERIC",
     "family_of",
     "parse_goal",
     "is_failure",
@@ -97,6 +101,11 @@ FAMILIES: dict[str, Any] = {
     "toy": lambda kind: toy.ToyRules("auto"),
     "auto": lambda kind: twx.TwxRules("auto", FAILURE_REPLIES, GOALS),
 }
+#: the rule set with no game knowledge: :class:`NullRules` (no reply corrected, no goal parsed, no
+#: known exit; a failure is the env's ``invalid`` flag or a failure reply of any home), read with
+#: the ``auto`` triplet grammar; an agent's ``env_kind="generic"``
+GENERIC = "generic"
+
 #: other names of the families (the part of an env name before ":" is looked up)
 ALIASES = {
     "textworld_express": "twx",

@@ -43,3 +43,32 @@ def test_llm_extractor_needs_a_model_and_unknown_kinds_are_named():
         Extractor("llm")
     with pytest.raises(ValueError, match="unknown extractor 'rules'; known: rule, llm, auto"):
         Extractor("rules")
+
+
+def test_the_generic_rule_set_reads_the_graph_with_auto_and_hands_the_planner_no_game_rules():
+    """``env_kind="generic"``: the knowledge graph is read with the ``auto`` grammar (the same
+    triplets as ``auto``), and the planner gets :class:`NullRules` (no goal, no correction),
+    the generic cell every game-specific result is reported beside."""
+    from smcplan.agents.extractors import game_rules
+    from smcplan.games import GENERIC, NullRules
+
+    generic, auto = Extractor("rule", env_kind=GENERIC), Extractor("rule", env_kind="auto")
+    generic.start(TWX), auto.start(TWX)
+    assert generic([TWX], [None]) == auto([TWX], [None])
+    rules = game_rules(generic)
+    assert type(rules) is NullRules
+    assert rules.parse_goal("Your task is to search the environment and find the coin.") is None
+    assert rules.imagined_reply({("kitchen", "north"): "closed"}, {}, "kitchen", "move north",
+                                "You are in the garden.") == "You are in the garden."  # fmt: skip
+
+
+@pytest.mark.parametrize("bad", ["none", "twx-coin-typo", "", 3, ["twx"]])
+def test_an_unknown_rule_set_is_refused_when_the_agent_is_made(bad, tiny_lm):
+    """Not at the first episode's reset (a run of 20 episodes once failed every one of them)."""
+    from smcplan import agents
+    from smcplan.errors import InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError, match=r"env_kind=.*unknown rule set.*generic"):
+        Extractor("rule", env_kind=bad)
+    with pytest.raises(InvalidArgumentError, match=r"env_kind="):
+        agents.make("nesyfs", lm=tiny_lm, env_kind=bad)
