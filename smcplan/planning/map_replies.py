@@ -62,14 +62,8 @@ class MapReplies:
         if len(maps) == len(steps):
             return maps[-1]
         m = self.root
-        for a, o in steps:
-            m = read_step(
-                m,
-                a,
-                self.rules.imagined_reply(m.doors, m.exits, m.place, a, o),
-                self.rules,
-                imagined=True,
-            )
+        for a, o in steps:  # read_step(imagined=True) applies the map's reply itself
+            m = read_step(m, a, o, self.rules, imagined=True)
         return m
 
     def keep(self, particle: Any, action: str, reply: str) -> tuple[str, PlaceMap]:
