@@ -30,7 +30,9 @@ they lead to success, and a logistic head on the frozen model's hidden state.
    by out-of-fold AUC; the chosen head is refitted on all states and saved to ``<out>/head``
    (``info["role"] = "value"``).  Reported: the out-of-fold AUC of :math:`y` and Spearman's
    :math:`\rho` with :math:`v`, and the same on the ``heldout`` shard's states (test seeds;
-   features cached in ``<out>/heldout_features.npz``).
+   features cached in ``<out>/heldout_features.npz``), beside the same metrics of the
+   benchmark-free twist ``env+novelty`` on those states and the paired bootstrap interval of
+   the AUC difference over episodes (:mod:`smcplan.train.value_baseline`).
 
 Benchmark-free: it reads the shards' texts and flags only.  Use it with
 ``plan(..., progress="learned+novelty", value_head="<out>/head")``.
@@ -51,22 +53,30 @@ from smcplan.jsonfile import write_json
 from smcplan.train.critic import auc
 from smcplan.train.critic_head import DEFAULT_CS, _features, cross_validate, fit_head
 from smcplan.train.data import read_shard, subsample_and_save
+from smcplan.train.value_baseline import compare_auc, twist_log_psi
 
 __all__ = ["value_states", "rank_metrics", "spearman", "train_value_head", "run"]
 
+#: the benchmark-free twist the head is compared with on the held-out states
+#: (:mod:`smcplan.train.value_baseline`)
+BASELINE_TWIST = "env+novelty"
+
 
 def value_states(
-    shards: Sequence[Any], within: int = 5, discount: float = 0.9
+    shards: Sequence[Any], within: int = 5, discount: float = 0.9, history: bool = False
 ) -> list[dict[str, Any]]:
     """The labelled states of read ``shards`` (:class:`~smcplan.train.data.Shard`), module
     docstring: ``{"prompt", "context", "label" y, "value" v, "steps" d (None: never),
-    "episode", "t", "kind"}`` with ``kind`` ``"path"``, ``"won"`` or ``"dead_end"``."""
+    "episode", "t", "kind"}`` with ``kind`` ``"path"``, ``"won"`` or ``"dead_end"``; with
+    ``history`` also ``"root"`` (the episode's first observation) and ``"history"`` (the real
+    steps that led to the state, :func:`smcplan.train.value_baseline.twist_log_psi`)."""
     from smcplan.llm.roles.value_head import value_prompts
     from smcplan.planning.text_particle import render_context
 
     check_int(within, "within", minimum=0)
     gamma = check_float(discount, "discount", minimum=0.0, maximum=1.0)
     rows: list[tuple[dict[str, Any], str, int | None, str]] = []
+    paths: list[tuple[str, list[dict[str, Any]]]] = []
     for shard in shards:
         by_episode: dict[str, list[dict[str, Any]]] = {}
         for tr in shard.transitions:
@@ -80,14 +90,17 @@ def value_states(
             n = len(path)
             for i, tr in enumerate(path):
                 rows.append((tr, tr["observation"], n - i if won else None, "path"))
+                paths.append((path[0]["observation"], path[:i]))
+            index = {tr["t"]: i for i, tr in enumerate(path)}
             for step in [path[-1], *branches.get(episode, [])]:
-                if step["won"]:
-                    rows.append((step, step["next_observation"], 0, "won"))
-                elif step["done"] and not step.get("truncated", False):
-                    rows.append((step, step["next_observation"], None, "dead_end"))
+                ended = step["won"] or (step["done"] and not step.get("truncated", False))
+                if ended:
+                    d, kind = (0, "won") if step["won"] else (None, "dead_end")
+                    rows.append((step, step["next_observation"], d, kind))
+                    paths.append((path[0]["observation"], [*path[: index[step["t"]]], step]))
     contexts = [render_context(tr["task"], tr["facts"], obs) for tr, obs, _, _ in rows]
     prompts = value_prompts(contexts)
-    return [
+    states = [
         {
             "prompt": prompt,
             "context": context,
@@ -100,6 +113,19 @@ def value_states(
         }
         for (tr, _, d, kind), context, prompt in zip(rows, contexts, prompts, strict=True)
     ]
+    if history:
+        for state, (root, steps) in zip(states, paths, strict=True):
+            state["root"] = root
+            state["history"] = [_real_step(s) for s in steps]
+    return states
+
+
+def _real_step(step: dict[str, Any]) -> tuple[str, str, float, bool, bool, bool]:
+    """``(action, observation, reward, won, lost, done)`` of a shard's transition or branch;
+    lost: ended without winning, not by the step limit."""
+    won, done = bool(step["won"]), bool(step["done"])
+    lost = done and not won and not bool(step.get("truncated", False))
+    return step["action"], step["next_observation"], float(step["reward"]), won, lost, done
 
 
 def spearman(scores: Sequence[float], values: Sequence[float]) -> float:
@@ -222,15 +248,21 @@ def train_value_head(
     head.save(out / "head")
     held: dict[str, Any] | None = None
     if heldout:
-        test = value_states([read_shard(p) for p in heldout], within, discount)
+        test = value_states([read_shard(p) for p in heldout], within, discount, history=True)
         hf, _ = _features(
             lm, test, layers, out / "heldout_features.npz", resume, batch, progress,
             VALUE_PREFIX, "value-head held-out features",
         )  # fmt: skip
         scores = head.logits(hf[:, cols]).tolist()
+        labels_t, values_t = [ex["label"] for ex in test], [ex["value"] for ex in test]
+        rule = twist_log_psi(test, BASELINE_TWIST, env_kind="generic")
         held = {
             "shards": [str(p) for p in heldout],
-            **rank_metrics(scores, [ex["label"] for ex in test], [ex["value"] for ex in test]),
+            **rank_metrics(scores, labels_t, values_t),
+            "baseline": {"twist": BASELINE_TWIST, **rank_metrics(rule, labels_t, values_t)},
+            "against_baseline": compare_auc(scores, rule, test, seed=seed)
+            if 0 < sum(labels_t) < len(labels_t)
+            else None,
         }
     manifest = {
         "trainer": "value-head",

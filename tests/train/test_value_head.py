@@ -172,6 +172,12 @@ def test_a_tiny_model_trains_a_value_head_that_plans(tmp_path):
     assert manifest["kinds"] == {"path": 8, "won": 4, "dead_end": 0}
     assert 0.0 <= manifest["cv_auc"] <= 1.0 and manifest["heldout"]["n"] == 6
     assert 0.0 <= manifest["heldout"]["auc"] <= 1.0
+    assert manifest["heldout"]["baseline"]["twist"] == "env+novelty"
+    assert manifest["heldout"]["baseline"]["n"] == 6
+    diff = manifest["heldout"]["against_baseline"]
+    assert diff["auc_difference"] == pytest.approx(
+        manifest["heldout"]["auc"] - manifest["heldout"]["baseline"]["auc"], abs=1e-12
+    )  # float64 rank sums are exact; one subtraction each side
     head = load_value_head(manifest["weights"])
     assert head.info["within"] == 1 and head.info["role"] == VALUE_ROLE
     result = plan(
