@@ -126,15 +126,18 @@ def _critic_steps(r: str) -> list[Step]:
 
 
 RLVMR = "twx-coin-rlvmr-head"
-#: the policy-head runs live where a later session finds them: committed checkpoints
-RLVMR_CK = "models/checkpoints/" + RLVMR
+#: the policy-head runs live where a later session finds them: committed checkpoints (the
+#: heads read map notes with their candidates, docs/train_rlaw_rlvmr.md; the runs without them,
+#: shipped until session 32, stay in models/checkpoints/twx-coin-rlvmr-head)
+RLVMR_CK = "models/checkpoints/" + RLVMR + "-notes"
 RLVMR_TRAIN = "[" + ",".join(str(s) for s in range(10000, 10040)) + "]"
 RLVMR_EVAL = "[" + ",".join(str(s) for s in range(10040, 10050)) + "]"
 #: the test episodes of each cell, and the first ``CHECK_POLICY_STATES`` gold test states shipped
-RLVMR_TEST = "--env twx:coin --seeds 20000-20019 --split test --max-steps 25 --seed 0"
+RLVMR_TEST_SEEDS = "20060-20079"  # 20000-20019 were spent on the heads without notes
+RLVMR_TEST = f"--env twx:coin --seeds {RLVMR_TEST_SEEDS} --split test --max-steps 25 --seed 0"
 CHECK_POLICY_STATES = 10
 #: GRPO-MR and GRPO iterations (one dev seed, G = 8 episodes of at most 25 steps, each)
-RLVMR_ITERATIONS = 12
+RLVMR_ITERATIONS = 16
 
 
 def _rlvmr_run(name: str, extra: str = "") -> Step:
@@ -146,7 +149,7 @@ def _rlvmr_run(name: str, extra: str = "") -> Step:
         f"--opt env=twx:coin --opt split=dev --opt seeds={RLVMR_TRAIN} "
         f"--opt seeds_per_iteration=1 --opt group_size=8 --opt iterations={RLVMR_ITERATIONS} "
         f"--opt max_episode_steps=25 --opt eval_every=2 --opt eval_seeds={RLVMR_EVAL} "
-        f"--opt threads=1{extra} --no-progress",
+        f"--opt threads=1 --opt map_notes=true{extra} --no-progress",
         f"{ck}/{name}",
         resumable=True,
     )
@@ -170,7 +173,7 @@ def _rlvmr_steps(r: str) -> list[Step]:
             f"smcplan train grpo-mr-head --data {r}/gold-dev.jsonl --out {ck}/cold "
             "--opt env=twx:coin --opt split=dev --opt iterations=0 "
             f"--opt eval_seeds={RLVMR_EVAL} --opt max_episode_steps=25 --opt threads=2 "
-            "--no-progress",
+            "--opt map_notes=true --no-progress",
             f"{ck}/cold",
         ),
         _rlvmr_run("grpo-mr"),
@@ -292,13 +295,21 @@ def policy_check_rows(head_dir: Path, shard: Path, states: int) -> list[dict]:
     from smcplan.train.head_episodes import gold_steps
 
     head = PolicyHead.load(head_dir)
-    steps = gold_steps(read_shard(shard).transitions, head.tags, head.info.get("recent", 3))
+    read = read_shard(shard)
+    maps = None
+    if head.info.get("map_notes"):  # the notes the head was trained with, as the cold start
+        from smcplan.train.critic import _maps
+
+        maps = _maps(read.transitions, [read.header])
+    steps = gold_steps(read.transitions, head.tags, head.info.get("recent", 3), maps)
     features = LMFeatures(load_model(head.info.get("model")), head.layers)
     rows = []
     for step in steps[:states]:
-        logp = head.log_probs(features(step["state"], step["pairs"]))
-        rows.append({"state": step["state"], "pairs": [list(p) for p in step["pairs"]],
-                     "gold": step["gold"], "logp": [float(x) for x in logp]})  # fmt: skip
+        notes = step.get("notes")
+        logp = head.log_probs(features(step["state"], step["pairs"], notes))
+        row = {"state": step["state"], "pairs": [list(p) for p in step["pairs"]],
+               "gold": step["gold"], "logp": [float(x) for x in logp]}  # fmt: skip
+        rows.append(row if notes is None else {**row, "notes": list(notes)})
     return rows
 
 
@@ -325,7 +336,7 @@ def ship_rlvmr_head(work: Path, dest: Path) -> dict:
     mr = cells["grpo-mr"]
     return {
         "heldout": {
-            "data": "twx:coin test seeds 20000-20019, 25 steps, greedy head (argmax)",
+            "data": f"twx:coin test seeds {RLVMR_TEST_SEEDS}, 25 steps, greedy head (argmax)",
             "n": mr["n"],
             "won": mr["won"],
             "success_rate": mr["sr"],
@@ -378,13 +389,19 @@ RECIPES: dict[str, Recipe] = {
         kind="policy-head",
         description=(
             "RLVMR policy for TextWorldExpress coin: a linear-softmax head over (tag, action) "
-            "candidates on SmolLM2-135M's frozen hidden state; cold start by maximum likelihood "
-            "on the rule-tagged gold steps of dev seeds, then GRPO-MR (alpha = 0.5) on dev "
-            "seeds. Serves the rlvmr agent with policy_head='twx-coin-rlvmr-head'."
+            "candidates on SmolLM2-135M's frozen hidden state, each candidate with the note the "
+            "agent's own place map writes for its action; cold start by maximum likelihood on "
+            "the rule-tagged gold steps of dev seeds, then GRPO-MR (alpha = 0.5) on dev seeds. "
+            "Serves the rlvmr agent with policy_head='twx-coin-rlvmr-head'."
         ),
         steps=_rlvmr_steps("{runs}/" + RLVMR),
         ship=ship_rlvmr_head,
-        settings={"alpha": 0.5, "learning_rate": 10, "iterations": RLVMR_ITERATIONS},
+        settings={
+            "alpha": 0.5,
+            "learning_rate": 10,
+            "iterations": RLVMR_ITERATIONS,
+            "map_notes": True,
+        },
     ),
 }
 
