@@ -205,3 +205,73 @@ def test_the_cli_refuses_bad_options(tmp_path, capsys):
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and needle in err[0], err
     assert not (tmp_path / "o").exists()
+
+
+VALUE_CHILD = """
+import sys, time
+sys.path.insert(0, {root!r})
+import smcplan.llm.roles.score_head as score_head
+from smcplan.train.value_head import train_value_head
+
+real, calls = score_head.hidden_features, []
+
+
+def hang_after_the_first_chunk(*args, **kwargs):
+    calls.append(1)
+    if len(calls) == 2:  # the first 16 states' features are on disk by now
+        open({marker!r}, "w").write("cached")
+        time.sleep(600)  # killed here by the test (SIGKILL)
+    return real(*args, **kwargs)
+
+
+score_head.hidden_features = hang_after_the_first_chunk
+train_value_head([{shard!r}], {out!r}, model={model!r}, within=1, cs=[1.0], folds=2,
+                 threads=1, progress=False)
+"""
+
+
+def test_the_value_head_resumes_after_sigkill_to_the_uninterrupted_head(tmp_path):
+    """Killed (SIGKILL) after the first 16 states' features were cached, the trainer resumed
+    with ``resume=True`` reads those 16 from the cache, computes the other 14, and fits the
+    head an uninterrupted run fits: the same cross-validated AUC and the same weights."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from smcplan.llm.testing import tiny_model_path
+    from smcplan.train.value_head import train_value_head
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    shard = write_shard(tmp_path / "s.jsonl", episodes=tuple(range(1, 11)))  # 30 states
+    out, marker, model = tmp_path / "killed", tmp_path / "cached", str(tiny_model_path())
+    script = tmp_path / "child.py"
+    script.write_text(
+        VALUE_CHILD.format(
+            root=root, marker=str(marker), shard=str(shard), out=str(out), model=model
+        )
+    )
+    child = subprocess.Popen(
+        [sys.executable, str(script)], cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    deadline = time.monotonic() + 180
+    while not marker.exists():
+        assert child.poll() is None, child.stderr.read().decode()[-2000:]
+        assert time.monotonic() < deadline, "the child never cached a chunk of features"
+        time.sleep(0.2)
+    child.send_signal(signal.SIGKILL)
+    child.wait(timeout=30)
+    assert child.returncode == -signal.SIGKILL
+    assert (out / "features.npz").is_file() and not (out / "head").exists()
+    kw = dict(model=model, within=1, cs=[1.0], folds=2, threads=1, progress=False)
+    resumed = train_value_head([shard], out, resume=True, **kw)
+    straight = train_value_head([shard], tmp_path / "straight", **kw)
+    assert resumed["features_cached"] == 16 and straight["features_cached"] == 0
+    assert (resumed["examples"], resumed["positives"]) == (30, 20)
+    assert resumed["cv_auc"] == straight["cv_auc"]
+    a, b = load_value_head(resumed["weights"]), load_value_head(straight["weights"])
+    # the same features (the tiny model is deterministic on one thread) and the same convex fit
+    for x, y in ((a.weight, b.weight), (a.mean, b.mean), (a.scale, b.scale)):
+        np.testing.assert_array_equal(x, y)
+    assert a.bias == b.bias
