@@ -87,6 +87,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         "folds": integer(2),
         "batch": integer(1),
         "threads": integer(1),
+        "text_features": boolean,
     },
     "cold-start": dict(_SFT),
     "grpo-mr": {

@@ -25,7 +25,9 @@ they lead to success, and a logistic head on the frozen model's hidden state.
 2. **Features**: the hidden states of the last token of the ``value`` role's prompt plus
    :data:`~smcplan.llm.roles.value_head.VALUE_PREFIX`, last and middle layer, cached in
    ``<out>/features.npz`` every 16 states (``resume=True`` continues after a kill), as the
-   critic head's (:mod:`smcplan.train.critic_head`).
+   critic head's (:mod:`smcplan.train.critic_head`).  With ``text_features=True`` the three
+   benchmark-free columns of :mod:`smcplan.llm.roles.text_features` (the task's words in the
+   observation and in the facts, the observation's length) follow them in every block.
 3. **Head**: the critic head's grouped cross-validation (by episode) over C and the layer set,
    by out-of-fold AUC; the chosen head is refitted on all states and saved to ``<out>/head``
    (``info["role"] = "value"``).  Reported: the out-of-fold AUC of :math:`y` and Spearman's
@@ -190,11 +192,16 @@ def train_value_head(
     resume: bool = False,
     seed: int = 0,
     progress: bool = True,
+    text_features: bool = False,
 ) -> dict[str, Any]:
     """Label, extract features, cross-validate and fit the value head (module docstring);
+    ``text_features``: the head also reads :mod:`smcplan.llm.roles.text_features`' three
+    benchmark-free columns after the hidden state's (every block of the cross-validation);
     writes ``<out>/examples.jsonl``, ``<out>/features.npz``, ``<out>/head`` and
     ``<out>/train.json`` and returns the manifest."""
     from smcplan.llm import load_model
+    from smcplan.llm.roles.text_features import VERSION as TEXT_FEATURES
+    from smcplan.llm.roles.text_features import text_features as _text_features
     from smcplan.llm.roles.value_head import VALUE_PREFIX, VALUE_ROLE
 
     if not shards:
@@ -227,7 +234,11 @@ def train_value_head(
         VALUE_PREFIX, "value-head features",
     )  # fmt: skip
     t_feat = time.perf_counter() - t0
-    blocks = [list(range(width)), list(range(2 * width))]
+    extra: list[int] = []
+    if text_features:  # appended after the cache: the cached hidden features stay valid
+        feats = np.hstack([feats, _text_features([ex["context"] for ex in examples])])
+        extra = list(range(2 * width, feats.shape[1]))
+    blocks = [list(range(width)) + extra, list(range(2 * width)) + extra]
     groups = [ex["episode"] for ex in examples]
     table = cross_validate(feats, labels, groups, blocks, cs, folds, seed)
     best = max(table, key=lambda r: (round(r["auc"], 12), -r["C"], -r["block"]))
@@ -243,6 +254,7 @@ def train_value_head(
         "C": best["C"],
         "cv_auc": best["auc"],
         "folds": folds,
+        **({"text_features": TEXT_FEATURES} if text_features else {}),
     }
     head = fit_head(feats[:, cols], labels, chosen, best["C"], seed, info)
     head.save(out / "head")
@@ -253,6 +265,8 @@ def train_value_head(
             lm, test, layers, out / "heldout_features.npz", resume, batch, progress,
             VALUE_PREFIX, "value-head held-out features",
         )  # fmt: skip
+        if text_features:
+            hf = np.hstack([hf, _text_features([ex["context"] for ex in test])])
         scores = head.logits(hf[:, cols]).tolist()
         labels_t, values_t = [ex["label"] for ex in test], [ex["value"] for ex in test]
         rule = twist_log_psi(test, BASELINE_TWIST, env_kind="generic")
@@ -275,6 +289,7 @@ def train_value_head(
         "within": within,
         "discount": discount,
         "layers": list(chosen),
+        "text_features": TEXT_FEATURES if text_features else None,
         "C": best["C"],
         "cv_auc": best["auc"],
         "cv_spearman": spearman(oof.tolist(), [ex["value"] for ex in examples]),
@@ -293,7 +308,8 @@ def train_value_head(
 def run(request: Any) -> dict[str, Any]:
     """``smcplan train value-head``: the registry entry; ``--opt`` keys ``within`` (k, default
     5), ``discount`` (:math:`\\gamma`, 0.9), ``heldout`` (a held-out shard), ``max_examples``,
-    ``adapter``, ``C`` (the grid), ``folds`` (5), ``batch`` (4), ``threads``.  ``--max-steps``,
+    ``adapter``, ``C`` (the grid), ``folds`` (5), ``batch`` (4), ``threads``,
+    ``text_features`` (bool, default false).  ``--max-steps``,
     ``--epochs``, ``--lr``, ``--batch-size`` and ``--save-steps`` do not apply (a convex fit;
     features are cached every 16 states): giving one is an error."""
     from smcplan.train.options import trainer_options
@@ -325,4 +341,5 @@ def run(request: Any) -> dict[str, Any]:
         resume=request.resume,
         seed=request.seed,
         progress=request.progress,
+        text_features=opts.get("text_features", False),
     )

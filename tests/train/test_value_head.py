@@ -275,3 +275,48 @@ def test_the_value_head_resumes_after_sigkill_to_the_uninterrupted_head(tmp_path
     for x, y in ((a.weight, b.weight), (a.mean, b.mean), (a.scale, b.scale)):
         np.testing.assert_array_equal(x, y)
     assert a.bias == b.bias
+
+
+# ------------------------------------------------------------------ text features
+
+
+def test_text_features_by_hand():
+    from smcplan.llm.roles.text_features import content_words, split_context, text_features
+
+    task = "Your task is to: put a kettle in countertop."
+    assert content_words(task) == {"put", "kettle", "countertop"}
+    obs = "You pick up the kettle 1 from the cabinet 1."  # 10 words, "kettle" named
+    ctx = render_context(task, [("countertop 1", "in", "room")], obs)
+    assert split_context(ctx) == (task, "countertop 1 in room", obs)
+    row = text_features([ctx])[0]
+    # 1 of the task's 3 words in the observation, 1 of 3 in the facts, log(1 + 10)
+    assert row[0] == 1 / 3 and row[1] == 1 / 3 and row[2] == math.log(11)
+    bare = text_features([render_context("", [], "You see nothing.")])[0]
+    assert bare[0] == bare[1] == 0.0  # no task words: no overlap, no division by zero
+    assert text_features([]).shape == (0, 3)
+
+
+def test_a_value_head_with_text_features_reads_them_and_a_foreign_version_is_refused(
+    tmp_path,
+):
+    from smcplan.llm.testing import tiny_model, tiny_model_path
+    from smcplan.train.value_head import train_value_head
+
+    shard = write_shard(tmp_path / "s.jsonl", episodes=(1, 2, 3, 4))
+    manifest = train_value_head(
+        [shard], tmp_path / "v", model=str(tiny_model_path()), within=1, cs=[1.0], folds=2,
+        threads=1, progress=False, text_features=True,
+    )  # fmt: skip
+    head = load_value_head(manifest["weights"])
+    assert head.info["text_features"] == manifest["text_features"] == "task_overlap/1"
+    width = tiny_model().model.config.hidden_size
+    assert head.weight.size == width * len(head.layers) + 3
+    lm = tiny_model()
+    values = ValueModel(lm, head)([render_context(TASK, [], o) for o in OBS])
+    assert values.shape == (len(OBS),) and ((values > 0) & (values < 1)).all()
+    head.info["text_features"] = "task_overlap/99"
+    head.save(tmp_path / "foreign")
+    with pytest.raises(InvalidArgumentError, match="task_overlap/99"):
+        load_value_head(tmp_path / "foreign")
+    with pytest.raises(InvalidArgumentError, match="text_features=true"):
+        ValueModel(lm, head)

@@ -8,6 +8,11 @@ opening :data:`VALUE_PREFIX`.  With :math:`z(x)` the standardised hidden state o
 
 .. math:: \hat V(x) = \sigma\big(w^\top z(x) + b\big) \in (0, 1),
 
+where a head fitted with ``text_features`` (``info["text_features"]``) also reads three
+benchmark-free text features after the hidden-state columns
+(:mod:`smcplan.llm.roles.text_features`: how many of the task's words the observation and the
+facts name, and the observation's length),
+
 the head's probability that the task is completed within ``within`` k steps from :math:`x`
 (:mod:`smcplan.train.value_head` says how it is labelled and fitted).  It is a
 :class:`~smcplan.llm.roles.score_head.ScoreHead` whose ``info["role"]`` is ``"value"``, so a
@@ -26,6 +31,8 @@ import numpy as np
 
 from smcplan.errors import InvalidArgumentError
 from smcplan.llm.roles.score_head import ScoreHead, hidden_features
+from smcplan.llm.roles.text_features import VERSION as TEXT_FEATURES
+from smcplan.llm.roles.text_features import text_features
 
 if TYPE_CHECKING:
     from smcplan.llm.protocol import LanguageModel, Prompt
@@ -66,7 +73,17 @@ def load_value_head(folder: str | os.PathLike[str]) -> ScoreHead:
             f"value_head={os.fspath(folder)!r} is a score head for role {role!r}, not a value "
             "head; train one with `smcplan train value-head` and pass its DIR/head"
         )
+    _check_text_features(head, f"value_head={os.fspath(folder)!r}")
     return head
+
+
+def _check_text_features(head: ScoreHead, who: str) -> None:
+    extra = head.info.get("text_features")
+    if extra and extra != TEXT_FEATURES:
+        raise InvalidArgumentError(
+            f"{who} reads text features {extra!r}; this smcplan computes {TEXT_FEATURES!r}: "
+            "refit it with `smcplan train value-head --opt text_features=true`"
+        )
 
 
 def value_prompts(contexts: Sequence[str]) -> list[Prompt]:
@@ -93,6 +110,7 @@ class ValueModel:
                 f"head: info role {self.head.info.get('role')!r}, not {VALUE_ROLE!r}; fit it "
                 "with smcplan.train.value_head (a critic head scores actions, not states)"
             )
+        _check_text_features(self.head, "head")
         self.batch = batch
 
     def __call__(self, contexts: Sequence[str]) -> np.ndarray:
@@ -105,4 +123,6 @@ class ValueModel:
         feats = hidden_features(
             self.lm, value_prompts(contexts), self.head.layers, VALUE_PREFIX, self.batch
         )
+        if self.head.info.get("text_features"):
+            feats = np.hstack([feats, text_features(contexts)])
         return self.head.probabilities(feats)
