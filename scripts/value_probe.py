@@ -34,12 +34,13 @@ def main(argv: list[str] | None = None) -> int:
 
     from smcplan.errors import SmcplanError
     from smcplan.llm import load_model
-    from smcplan.llm.roles.value_head import ValueModel
+    from smcplan.llm.roles.value_head import ValueModel, load_value_head
     from smcplan.planning.text_particle import render_context
 
     try:
+        heads = [load_value_head(head) for head in args.head]  # refused before the model loads
         lm = load_model(args.model)
-        models = [ValueModel(lm, head) for head in args.head]
+        models = [ValueModel(lm, head) for head in heads]
     except SmcplanError as err:
         print(f"value_probe: {err}", file=sys.stderr)
         return 2

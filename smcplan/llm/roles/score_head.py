@@ -145,7 +145,7 @@ class ScoreHead:
         if not is_score_head(folder) or not (folder / _ARRAYS).is_file():
             raise InvalidArgumentError(
                 f"{os.fspath(folder)!r} is not a score head folder (needs {HEAD_FILE} and "
-                f"{_ARRAYS}); train one with smcplan train critic-head"
+                f"{_ARRAYS}); train one with smcplan train critic-head (or value-head)"
             )
         meta = json.loads((folder / HEAD_FILE).read_text(encoding="utf-8"))
         with np.load(folder / _ARRAYS) as arrays:
