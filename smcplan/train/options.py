@@ -57,6 +57,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         "warmup_steps": integer(0),
         "init_adapter": text,
         "real_share": real(0.0, 1.0),
+        "outcome_share": real(0.0, 1.0),
         "target": choice("full", "head"),
         "targets": _targets,
     },

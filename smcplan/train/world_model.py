@@ -225,6 +225,43 @@ def mix_examples(
     return mixed
 
 
+def has_outcome(example: dict[str, Any]) -> bool:
+    """True for an example whose step changed the score or ended the episode (won or lost)."""
+    return float(example.get("reward", 0.0)) != 0.0 or example.get("ending", "no") != "no"
+
+
+def mix_outcomes(
+    examples: Sequence[dict[str, Any]],
+    max_examples: int | None,
+    outcome_share: float | None,
+    seed: int,
+) -> list[dict[str, Any]]:
+    """``max_examples`` examples of which ``round(outcome_share * max_examples)`` have an
+    outcome (:func:`has_outcome`) and the rest none, each part a seeded uniform draw without
+    replacement (a short part leaves its room to the other), shuffled with the same seed.
+    Why: rewards and endings are rare (one step an episode at most), so a uniform draw of a few
+    hundred examples holds a handful and the model learns to write "Reward: 0 | Done: no"
+    always; ``None`` returns the examples as they are."""
+    if outcome_share is None:
+        return list(examples)
+    share = check_float(outcome_share, "outcome_share", minimum=0.0, maximum=1.0)
+    if max_examples is None:
+        raise InvalidArgumentError(
+            "outcome_share needs max_examples (the size of the mix); got max_examples=None. "
+            "Pass --opt max_examples=N with --opt outcome_share."
+        )
+    total = min(check_int(max_examples, "max_examples", minimum=1), len(examples))
+    ended = [ex for ex in examples if has_outcome(ex)]
+    other = [ex for ex in examples if not has_outcome(ex)]
+    n_ended = min(len(ended), round(share * total))
+    n_other = min(len(other), total - n_ended)
+    n_ended = min(len(ended), total - n_other)
+    rng = random.Random(seed)
+    mixed = rng.sample(ended, n_ended) + rng.sample(other, n_other)
+    rng.shuffle(mixed)
+    return mixed
+
+
 def write_targets(folder: str | Path, targets: Sequence[str]) -> Path:
     """``folder/world_model.json`` = ``{"targets": [...]}``: what the model in ``folder``
     writes (:func:`~smcplan.llm.roles.world_outcome.read_targets` reads it back)."""
@@ -246,6 +283,7 @@ def train_world_model(
     seed: int = 0,
     init_adapter: str | Path | None = None,
     real_share: float | None = None,
+    outcome_share: float | None = None,
     target: str = "full",
     targets: Sequence[str] = DEFAULT_TARGETS,
 ) -> dict[str, Any]:
@@ -257,7 +295,9 @@ def train_world_model(
     ``real_share``: the fraction of the ``max_examples`` drawn from real steps
     (:func:`mix_examples`; ``None``: a uniform draw over all examples); ``target``: ``"full"``
     or ``"head"``; ``targets``: what the model learns to write (:func:`world_model_examples`;
-    recorded in the adapter folder by :func:`write_targets`)."""
+    recorded in the adapter folder by :func:`write_targets`); ``outcome_share``: the fraction
+    drawn from steps with a reward or an ending (:func:`mix_outcomes`; not with
+    ``real_share``)."""
 
     from smcplan.llm.finetune import LoraSettings, SFTSettings, sft_dataset, train_sft
 
@@ -269,7 +309,13 @@ def train_world_model(
         headers.append({"path": str(shard), **read.header})
     targets = check_targets(targets)
     examples = world_model_examples(transitions, depths, branches, target, targets)
+    if real_share is not None and outcome_share is not None:
+        raise InvalidArgumentError(
+            f"real_share={real_share!r} and outcome_share={outcome_share!r}: give one of them "
+            "(each draws the whole max_examples mix)"
+        )
     examples = mix_examples(examples, max_examples, real_share, seed)
+    examples = mix_outcomes(examples, max_examples, outcome_share, seed)
     examples, out = subsample_and_save(examples, max_examples, seed, out)
     lora = LoraSettings() if lora == "default" else lora
     result = train_sft(
@@ -287,6 +333,7 @@ def train_world_model(
         transitions=len(transitions), branches=len(branches), depths=list(depths),
         real_share=real_share, target=target, targets=list(targets),
         real_examples=sum(not ex.get("branch") for ex in examples),
+        outcome_share=outcome_share, outcome_examples=sum(has_outcome(ex) for ex in examples),
     )  # fmt: skip
 
 
@@ -342,6 +389,7 @@ def run(request: Any) -> dict[str, Any]:
         seed=request.seed,
         init_adapter=opts.get("init_adapter"),
         real_share=opts.get("real_share"),
+        outcome_share=opts.get("outcome_share"),
         target=opts.get("target", "full"),
         targets=opts.get("targets", DEFAULT_TARGETS),
     )

@@ -153,6 +153,40 @@ def test_the_mix_has_the_asked_share_of_real_steps():
     assert mix_examples(pool, None, None, seed=0) == pool
 
 
+def _outcomes(n_ended: int, n_plain: int) -> list[dict]:
+    won = [{"reward": 1.0, "ending": "won", "i": i} for i in range(n_ended // 2)]
+    lost = [{"reward": 0.0, "ending": "lost", "i": i} for i in range(n_ended - n_ended // 2)]
+    return won + lost + [{"reward": 0.0, "ending": "no", "i": i} for i in range(n_plain)]
+
+
+def test_the_mix_has_the_asked_share_of_outcomes():
+    from smcplan.train.world_model import has_outcome, mix_outcomes
+
+    pool = _outcomes(10, 300)
+    mixed = mix_outcomes(pool, 40, 0.25, seed=3)
+    assert len(mixed) == 40 and sum(map(has_outcome, mixed)) == 10
+    assert len({(ex["ending"], ex["i"]) for ex in mixed}) == 40  # without replacement
+    assert mixed == mix_outcomes(pool, 40, 0.25, seed=3)  # seeded
+    # too few outcomes: all of them, and plain steps fill the budget
+    assert sum(map(has_outcome, mix_outcomes(pool, 40, 0.5, seed=0))) == 10
+    assert len(mix_outcomes(pool, 40, 0.5, seed=0)) == 40
+    assert has_outcome({"reward": -0.5, "ending": "no"})  # a score change counts
+    assert mix_outcomes(pool, None, None, seed=0) == pool
+    with pytest.raises(InvalidArgumentError, match="outcome_share needs max_examples"):
+        mix_outcomes(pool, None, 0.5, seed=0)
+    with pytest.raises(InvalidArgumentError, match="outcome_share"):
+        mix_outcomes(pool, 4, 1.5, seed=0)
+
+
+def test_real_share_and_outcome_share_are_not_given_together(tmp_path):
+    from smcplan.train.world_model import train_world_model
+
+    shard = write_shard(tmp_path / "s.jsonl")
+    with pytest.raises(InvalidArgumentError, match="give one of them"):
+        train_world_model([shard], tmp_path / "o", max_examples=2, real_share=0.5,
+                          outcome_share=0.5)  # fmt: skip
+
+
 @pytest.mark.parametrize("share", [-0.1, 1.5, float("nan"), "half", True])
 def test_a_bad_real_share_is_a_typed_error(share):
     from smcplan.errors import SmcplanError
