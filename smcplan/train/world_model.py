@@ -343,7 +343,8 @@ def run(request: Any) -> dict[str, Any]:
     ``full`` (true: full fine-tune instead of LoRA), ``lora_r``, ``lora_alpha``,
     ``max_length``, ``grad_accum``, ``scheduler``, ``threads``, ``warmup_steps``,
     ``init_adapter`` (an adapter folder to continue), ``real_share`` (the fraction of
-    ``max_examples`` drawn from real steps, the rest branches), ``target`` (``full`` or
+    ``max_examples`` drawn from real steps, the rest branches), ``outcome_share`` (the
+    fraction drawn from steps with a reward or an ending), ``target`` (``full`` or
     ``head``: the whole next observation or its first sentence), ``targets`` (a list such as
     ``["observation","reward","done"]``, default ``["observation"]``))."""
     from smcplan.llm.finetune import LoraSettings, SFTSettings
