@@ -1,0 +1,61 @@
+"""scripts/value_siblings.py: sibling sets read from a shard with branches, the choice accuracy
+by hand (ties shared), and a pairwise head that separates a direction it was shown."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from .conftest import BRANCH, OBS, write_shard
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "value_siblings.py"
+
+
+@pytest.fixture(scope="module")
+def script():
+    spec = importlib.util.spec_from_file_location("value_siblings", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_sibling_set_is_the_gold_successor_then_its_branches(script, tmp_path):
+    shard = write_shard(tmp_path / "s.jsonl", episodes=(1, 2), branches=True)
+    sets = script.sibling_sets(shard, siblings=4, max_states=None, seed=0)
+    assert len(sets) == 2  # one state with a branch per episode (t = 0)
+    for s in sets:
+        gold, sibling = s["contexts"]
+        assert gold.endswith(f"Observation: {OBS[1]}".strip())
+        assert sibling.endswith(f"Observation: {BRANCH[1]}".strip())
+
+
+def test_choice_accuracy_by_hand(script):
+    scores = [np.array([3.0, 1.0, 2.0]), np.array([1.0, 2.0]), np.array([2.0, 2.0, 0.0])]
+    got = script.choice(scores)
+    # first: gold highest; second: gold second; third: a tie of two shares 1/2
+    assert got["choice_accuracy"] == (1 + 0 + 0.5) / 3
+    assert got["mean_rank"] == (1 + 2 + 1) / 3
+    assert got["chance"] == (1 / 3 + 1 / 2 + 1 / 3) / 3
+
+
+def test_the_pairwise_head_learns_the_direction_that_separates_gold(script):
+    rng = np.random.default_rng(0)
+    feats = []
+    for _ in range(40):
+        f = rng.normal(size=(5, 6))
+        f[0, 2] += 3.0  # the gold successor is higher along column 2
+        feats.append(f)
+    model = script.fit_pairwise(feats, c=1.0, seed=0)
+    assert int(np.argmax(model[2])) == 2
+    assert script.choice(script.pairwise_scores(model, feats))["choice_accuracy"] > 0.9
+
+
+def test_bad_counts_exit_2(script, tmp_path, capsys):
+    shard = str(write_shard(tmp_path / "s.jsonl", branches=True))
+    code = script.main(
+        ["--train", shard, "--heldout", shard, "--out", str(tmp_path), "--siblings", "0"]
+    )
+    assert code == 2 and len(capsys.readouterr().err.strip().splitlines()) == 1
