@@ -213,14 +213,23 @@ def mix_examples(
             "real_share needs max_examples (the size of the mix); got max_examples=None. "
             "Pass --opt max_examples=N with --opt real_share."
         )
+    return _draw_share(examples, lambda ex: not ex.get("branch"), max_examples, share, seed)
+
+
+def _draw_share(
+    examples: Sequence[dict[str, Any]], chosen: Any, max_examples: int, share: float, seed: int
+) -> list[dict[str, Any]]:
+    """``max_examples`` of ``examples`` (at most all), ``round(share * total)`` of them where
+    ``chosen(ex)`` and the rest where not, each part a seeded uniform draw without replacement
+    (a short part leaves its room to the other), shuffled with the same seed."""
     total = min(check_int(max_examples, "max_examples", minimum=1), len(examples))
-    real = [ex for ex in examples if not ex.get("branch")]
-    other = [ex for ex in examples if ex.get("branch")]
-    n_real = min(len(real), round(share * total))
-    n_other = min(len(other), total - n_real)
-    n_real = min(len(real), total - n_other)  # a short branch part leaves room for real steps
+    yes = [ex for ex in examples if chosen(ex)]
+    no = [ex for ex in examples if not chosen(ex)]
+    n_yes = min(len(yes), round(share * total))
+    n_no = min(len(no), total - n_yes)
+    n_yes = min(len(yes), total - n_no)
     rng = random.Random(seed)
-    mixed = rng.sample(real, n_real) + rng.sample(other, n_other)
+    mixed = rng.sample(yes, n_yes) + rng.sample(no, n_no)
     rng.shuffle(mixed)
     return mixed
 
@@ -250,16 +259,7 @@ def mix_outcomes(
             "outcome_share needs max_examples (the size of the mix); got max_examples=None. "
             "Pass --opt max_examples=N with --opt outcome_share."
         )
-    total = min(check_int(max_examples, "max_examples", minimum=1), len(examples))
-    ended = [ex for ex in examples if has_outcome(ex)]
-    other = [ex for ex in examples if not has_outcome(ex)]
-    n_ended = min(len(ended), round(share * total))
-    n_other = min(len(other), total - n_ended)
-    n_ended = min(len(ended), total - n_other)
-    rng = random.Random(seed)
-    mixed = rng.sample(ended, n_ended) + rng.sample(other, n_other)
-    rng.shuffle(mixed)
-    return mixed
+    return _draw_share(examples, has_outcome, max_examples, share, seed)
 
 
 def write_targets(folder: str | Path, targets: Sequence[str]) -> Path:
