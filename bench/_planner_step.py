@@ -105,6 +105,12 @@ def _timed(lm, log: list[float]) -> None:
     lm.sample = sample
 
 
+def _env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    from smcplan.cli import parse_kv
+
+    return parse_kv(getattr(args, "env_arg", None))
+
+
 def _planner_steps(args: argparse.Namespace, seed: int, rates: dict[int, float]) -> list[dict]:
     import smcplan
     from smcplan.envs import make as make_env
@@ -113,14 +119,18 @@ def _planner_steps(args: argparse.Namespace, seed: int, rates: dict[int, float])
     from smcplan.planning.seen import Seen
 
     t0 = time.perf_counter()
-    lm = learned_lm(DEFAULT_WORLD_MODEL)  # the object plan()'s text defaults use (cached)
+    world_model = args.world_model or DEFAULT_WORLD_MODEL
+    lm = learned_lm(world_model)  # the object plan() loads for world_model_path= (cached)
     load_s = time.perf_counter() - t0
     lm.threads = args.threads
     params = sum(p.numel() for p in lm.model.parameters())
     counter = _ForwardCounter(lm.model)
     sample_s: list[float] = []
     _timed(lm, sample_s)
-    env = make_env(args.env)
+    env = make_env(args.env, **_env_kwargs(args))
+    options = {"world_model_path": world_model} if args.world_model else {}
+    if args.progress:
+        options["progress"] = args.progress
     steps: list[dict[str, Any]] = []
     try:
         obs, info = env.reset(seed)
@@ -132,7 +142,8 @@ def _planner_steps(args: argparse.Namespace, seed: int, rates: dict[int, float])
             sample_s.clear()
             w0, c0 = time.perf_counter(), time.process_time()
             result = smcplan.plan(
-                env.task, None, actions, observation=obs, seen=seen, env_kind=args.env, key=t
+                env.task, None, actions, observation=obs, seen=seen, env_kind=args.env, key=t,
+                **options,
             )
             wall, cpu = time.perf_counter() - w0, time.process_time() - c0
             after = lm.usage.as_dict()
@@ -195,7 +206,7 @@ def _react_steps(args: argparse.Namespace, seed: int) -> list[dict[str, Any]]:
 
     lm = load_model(args.model, threads=args.threads, seed=args.model_seed)
     agent = make("react", lm=lm, seed=args.agent_seed)
-    env = make_env(args.env)
+    env = make_env(args.env, **_env_kwargs(args))
     out = []
     try:
         obs, info = env.reset(seed)
@@ -274,6 +285,9 @@ def planner_main(args: argparse.Namespace) -> None:
         "mode": "planner",
         "env": args.env,
         "seed": args.seeds[0],
+        "env_args": _env_kwargs(args),
+        "world_model": args.world_model,
+        "progress": args.progress,
         "threads": args.threads,
         "torch_threads_default": torch.get_num_threads(),
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),

@@ -323,6 +323,13 @@ def main() -> None:
     parser.add_argument("--react-steps", type=int, default=2,
                         help="--planner: ReAct steps on the same seed, for comparison")
     parser.add_argument("--matmul-repeats", type=int, default=10)
+    parser.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE",
+                        help="--planner: an env keyword (e.g. split=train), repeatable")
+    parser.add_argument("--world-model", default=None, metavar="DIR",
+                        help="--planner: the learned world model's adapter folder "
+                        "(default: plan()'s shipped one)")
+    parser.add_argument("--progress", default=None,
+                        help="--planner: plan()'s progress twist (default: its text default)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--cpu", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--agent", help=argparse.SUPPRESS)
