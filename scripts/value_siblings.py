@@ -10,7 +10,8 @@ state of a gold shard (collected with ``--branches K``) that has branches, this 
 the gold successor and up to ``--siblings`` branch successors as the planner renders a
 particle's latest state (task, the state's retrieved facts, the successor's observation) and
 reads their hidden states (last and middle layer, the value heads' features, cached in
-``--out``).  Reported for each ``--head`` and for the pairwise head fitted here, on the
+``--out``), and with ``--text-features`` the three task-overlap columns of
+:mod:`smcplan.llm.roles.text_features` after them.  Reported for each ``--head`` and for the pairwise head fitted here, on the
 held-out shard:
 
 * **choice accuracy**: the share of states where the gold successor scores highest (a tie of
@@ -117,6 +118,13 @@ def head_scores(head, feats: list[np.ndarray], sets: list[dict]) -> list[np.ndar
     return out
 
 
+def with_text(feats: list[np.ndarray], sets: list[dict]) -> list[np.ndarray]:
+    """Each set's features with the text-feature columns appended (after the hidden ones)."""
+    from smcplan.llm.roles.text_features import text_features
+
+    return [np.hstack([f, text_features(s["contexts"])]) for f, s in zip(feats, sets, strict=True)]
+
+
 def fit_pairwise(feats: list[np.ndarray], c: float, seed: int):
     """Standardiser (mean, scale) over every state and the no-intercept pairwise weights."""
     from sklearn.linear_model import LogisticRegression
@@ -150,6 +158,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-states", type=int, default=120, help="train states (sampled)")
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--text-features",
+        action="store_true",
+        help="the pairwise head also reads the benchmark-free task-overlap columns "
+        "(smcplan.llm.roles.text_features), recorded in its info as the value heads do",
+    )
     args = parser.parse_args(argv)
     if args.siblings < 1 or args.max_states < 2 or args.folds < 2:
         print("value_siblings: --siblings >= 1, --max-states >= 2, --folds >= 2", file=sys.stderr)
@@ -173,6 +187,9 @@ def main(argv: list[str] | None = None) -> int:
     lm = load_model(None)
     ftrain = features(lm, train, args.out / "train_features.npz")
     fheld = features(lm, held, args.out / "heldout_features.npz")
+    if args.text_features:  # after the cache: the cached hidden columns stay valid
+        ftrain = with_text(ftrain, train)
+        fheld = with_text(fheld, held)
 
     groups = [s["episode"] for s in train]
     cv = []
@@ -187,11 +204,16 @@ def main(argv: list[str] | None = None) -> int:
     model = fit_pairwise(ftrain, best["C"], args.seed)
     mean, scale, w = model
     info = {"role": VALUE_ROLE, "model": "smollm2-135m", "pairwise": True, "C": best["C"]}
+    if args.text_features:
+        from smcplan.llm.roles.text_features import VERSION
+
+        info["text_features"] = VERSION
     ScoreHead(LAYERS, mean, scale, w, 0.0, info).save(args.out / "head")
     report = {
         "train": [str(p) for p in args.train],
         "heldout": str(args.heldout),
         "siblings": args.siblings,
+        "text_features": args.text_features,
         "train_states": len(train),
         "cv": cv,
         "heldout_choice": {

@@ -59,3 +59,16 @@ def test_bad_counts_exit_2(script, tmp_path, capsys):
         ["--train", shard, "--heldout", shard, "--out", str(tmp_path), "--siblings", "0"]
     )
     assert code == 2 and len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_text_columns_follow_the_hidden_ones(script, tmp_path):
+    from smcplan.llm.roles.text_features import text_features
+
+    shard = write_shard(tmp_path / "s.jsonl", episodes=(1, 2), branches=True)
+    sets = script.sibling_sets(shard, siblings=4, max_states=None, seed=0)
+    hidden = [np.full((len(s["contexts"]), 2), 7.0) for s in sets]
+    got = script.with_text(hidden, sets)
+    for g, s in zip(got, sets, strict=True):
+        assert g.shape == (len(s["contexts"]), 2 + 3)
+        assert np.array_equal(g[:, :2], np.full((len(s["contexts"]), 2), 7.0))
+        assert np.array_equal(g[:, 2:], text_features(s["contexts"]))
