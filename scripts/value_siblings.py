@@ -11,8 +11,9 @@ the gold successor and up to ``--siblings`` branch successors as the planner ren
 particle's latest state (task, the state's retrieved facts, the successor's observation) and
 reads their hidden states (last and middle layer, the value heads' features, cached in
 ``--out``), and with ``--text-features`` the three task-overlap columns of
-:mod:`smcplan.llm.roles.text_features` after them.  Reported for each ``--head`` and for the pairwise head fitted here, on the
-held-out shard:
+:mod:`smcplan.llm.roles.text_features` after them.  A stopped run resumes its features from
+``<cache>.partial.npz``.  Reported for each ``--head`` and for the pairwise head fitted here,
+on the held-out shard:
 
 * **choice accuracy**: the share of states where the gold successor scores highest (a tie of
   ``m`` counts ``1/m``); chance is the mean of ``1/(1 + siblings)``;
@@ -64,24 +65,45 @@ def sibling_sets(path: Path, siblings: int, max_states: int | None, seed: int) -
     return sets
 
 
-def features(lm, sets: list[dict], cache: Path) -> list[np.ndarray]:
-    """The hidden features of every context, one ``(1 + k, dim)`` array a set (cached)."""
+def _digest(contexts: list[str]) -> str:
+    import hashlib
+
+    return hashlib.sha256("\x00".join(contexts).encode()).hexdigest()
+
+
+def features(lm, sets: list[dict], cache: Path, every: int = 10) -> list[np.ndarray]:
+    """The hidden features of every context, one ``(1 + k, dim)`` array a set (cached).
+
+    While it runs, the rows so far are written every ``every`` batches to
+    ``<cache>.partial.npz`` with a digest of the contexts they belong to, so a run that is
+    stopped resumes from there (a partial file for other contexts is ignored)."""
     from smcplan.llm.roles.score_head import hidden_features
     from smcplan.llm.roles.value_head import VALUE_PREFIX, value_prompts
 
     flat = [c for s in sets for c in s["contexts"]]
+    partial = cache.with_name(cache.stem + ".partial.npz")
     if cache.is_file():
         with np.load(cache) as z:
             feats = z["features"]
         if len(feats) != len(flat):
             raise SystemExit(f"{cache}: {len(feats)} rows cached for {len(flat)} states")
     else:
-        rows = []
-        for i in range(0, len(flat), 16):
+        rows: list[np.ndarray] = []
+        if partial.is_file():
+            with np.load(partial) as z:
+                done = z["features"]
+                if len(done) <= len(flat) and str(z["digest"]) == _digest(flat[: len(done)]):
+                    rows = [done]
+        start = sum(len(r) for r in rows)
+        for b, i in enumerate(range(start, len(flat), 16)):
             rows.append(hidden_features(lm, value_prompts(flat[i : i + 16]), LAYERS, VALUE_PREFIX))
-            print(f"  features {min(i + 16, len(flat))}/{len(flat)}", file=sys.stderr)
+            n = min(i + 16, len(flat))
+            print(f"  features {n}/{len(flat)}", file=sys.stderr)
+            if (b + 1) % every == 0 and n < len(flat):
+                np.savez(partial, features=np.concatenate(rows), digest=_digest(flat[:n]))
         feats = np.concatenate(rows)
         np.savez(cache, features=feats)
+        partial.unlink(missing_ok=True)
     out, i = [], 0
     for s in sets:
         out.append(feats[i : i + len(s["contexts"])])

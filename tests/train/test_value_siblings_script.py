@@ -72,3 +72,41 @@ def test_text_columns_follow_the_hidden_ones(script, tmp_path):
         assert g.shape == (len(s["contexts"]), 2 + 3)
         assert np.array_equal(g[:, :2], np.full((len(s["contexts"]), 2), 7.0))
         assert np.array_equal(g[:, 2:], text_features(s["contexts"]))
+
+
+def test_features_resume_from_the_partial_cache_after_a_stop(script, tmp_path, monkeypatch):
+    """A run stopped mid-way keeps its rows; the next run computes only the rest, and the result
+    equals an uninterrupted run's.  (The hidden features are replaced by a function of the
+    prompt: what is tested is the caching, not the model.)"""
+    import smcplan.llm.roles.score_head as score_head
+
+    sets = [
+        {"episode": "e", "contexts": [f"Task: t\nObservation: {i} {j}" for j in range(4)]}
+        for i in range(20)
+    ]  # 80 contexts: 5 batches of 16
+    calls: list[int] = []
+
+    def fake(lm, prompts, layers, prefix):
+        calls.append(len(prompts))
+        if lm == "stop" and len(calls) == 4:
+            raise KeyboardInterrupt
+        return np.array([[float(len(str(p))), float(sum(map(ord, str(p))) % 97)] for p in prompts])
+
+    monkeypatch.setattr(score_head, "hidden_features", fake)
+    whole = script.features(None, sets, tmp_path / "a.npz", every=1)
+    calls.clear()
+    with pytest.raises(KeyboardInterrupt):
+        script.features("stop", sets, tmp_path / "b.npz", every=1)
+    assert (tmp_path / "b.partial.npz").is_file() and not (tmp_path / "b.npz").exists()
+    calls.clear()
+    again = script.features(None, sets, tmp_path / "b.npz", every=1)
+    assert calls == [16, 16]  # three batches were kept
+    assert not (tmp_path / "b.partial.npz").exists()
+    for a, b in zip(whole, again, strict=True):
+        assert np.array_equal(a, b)
+    # a partial file for other contexts is not used
+    other = [{"episode": "e", "contexts": [c + "!" for c in s["contexts"]]} for s in sets]
+    np.savez(tmp_path / "c.partial.npz", features=np.zeros((16, 2)), digest="x")
+    calls.clear()
+    script.features(None, other, tmp_path / "c.npz", every=1)
+    assert sum(calls) == 80
