@@ -142,7 +142,13 @@ def _planner_steps(args: argparse.Namespace, seed: int, rates: dict[int, float])
             sample_s.clear()
             w0, c0 = time.perf_counter(), time.process_time()
             result = smcplan.plan(
-                env.task, None, actions, observation=obs, seen=seen, env_kind=args.env, key=t,
+                env.task,
+                None,
+                actions,
+                observation=obs,
+                seen=seen,
+                env_kind=args.env,
+                key=t,
                 **options,
             )
             wall, cpu = time.perf_counter() - w0, time.process_time() - c0
