@@ -205,15 +205,32 @@ def mix_examples(
     ``real_share=None`` the examples are returned as they are (the caller's uniform draw over
     all of them keeps the shard's own mix: about 1 real step in 8 with ``--branches all`` on
     twx:coin).  The result is shuffled with the same seed."""
-    if real_share is None:
+    return _mix(examples, max_examples, real_share, "real_share", _is_real, seed)
+
+
+def _is_real(example: dict[str, Any]) -> bool:
+    return not example.get("branch")
+
+
+def _mix(
+    examples: Sequence[dict[str, Any]],
+    max_examples: int | None,
+    share: float | None,
+    name: str,
+    chosen: Any,
+    seed: int,
+) -> list[dict[str, Any]]:
+    """The examples as they are (``share=None``), else :func:`_draw_share` after checking the
+    option ``name`` (a share in [0, 1]) and that ``max_examples`` sizes the mix."""
+    if share is None:
         return list(examples)
-    share = check_float(real_share, "real_share", minimum=0.0, maximum=1.0)
+    share = check_float(share, name, minimum=0.0, maximum=1.0)
     if max_examples is None:
         raise InvalidArgumentError(
-            "real_share needs max_examples (the size of the mix); got max_examples=None. "
-            "Pass --opt max_examples=N with --opt real_share."
+            f"{name} needs max_examples (the size of the mix); got max_examples=None. "
+            f"Pass --opt max_examples=N with --opt {name}."
         )
-    return _draw_share(examples, lambda ex: not ex.get("branch"), max_examples, share, seed)
+    return _draw_share(examples, chosen, max_examples, share, seed)
 
 
 def _draw_share(
@@ -251,15 +268,7 @@ def mix_outcomes(
     Why: rewards and endings are rare (one step an episode at most), so a uniform draw of a few
     hundred examples holds a handful and the model learns to write "Reward: 0 | Done: no"
     always; ``None`` returns the examples as they are."""
-    if outcome_share is None:
-        return list(examples)
-    share = check_float(outcome_share, "outcome_share", minimum=0.0, maximum=1.0)
-    if max_examples is None:
-        raise InvalidArgumentError(
-            "outcome_share needs max_examples (the size of the mix); got max_examples=None. "
-            "Pass --opt max_examples=N with --opt outcome_share."
-        )
-    return _draw_share(examples, has_outcome, max_examples, share, seed)
+    return _mix(examples, max_examples, outcome_share, "outcome_share", has_outcome, seed)
 
 
 def write_targets(folder: str | Path, targets: Sequence[str]) -> Path:
