@@ -28,9 +28,10 @@ Slow-thinking options (fixed names, DESIGN.md; also ``smcplan eval --agent-arg K
   :meth:`NeSyFSAgent.attach_simulator`: an **oracle** world model, labelled so in run configs and
   report rows), or ``"learned"`` with ``world_model_path=DIR/adapter`` (a model fine-tuned on
   environment transitions by ``smcplan train world-model``; not an oracle).
-* ``progress="lm" | "env" | "rlvmr" | "novelty"`` or a ``+``-sum such as ``"env+novelty"``
-  (:mod:`smcplan.planning.progress`); ``proposal="lm" | "uniform"`` (``planner.proposal``;
-  earlier ``plan_proposal``); ``tie_break``.  Each is a field of
+* ``progress="lm" | "env" | "rlvmr" | "novelty" | "untried" | "task" | "learned"`` or a
+  ``+``-sum such as ``"env+novelty"`` (:mod:`smcplan.planning.progress`);
+  ``proposal="lm" | "uniform"`` (``planner.proposal``; earlier ``plan_proposal``);
+  ``tie_break``.  Each is a field of
   :class:`~smcplan.planning.PlannerConfig`, also reachable as ``planner.<field>``.
 
 Other ablations: ``context="history"`` (the trajectory instead of the KG), ``context="belief"``

@@ -75,7 +75,7 @@ class WorldModelKind(StrEnum):
 #: The text planner's world models (:class:`WorldModelKind` less ``EXACT``).
 WORLD_MODELS = (WorldModelKind.LM, WorldModelKind.SIMULATOR, WorldModelKind.LEARNED)
 #: Progress twists; a sum is written with ``+`` (``"env+novelty"``).
-PROGRESS = ("lm", "env", "rlvmr", "novelty", "task", "learned")
+PROGRESS = ("lm", "env", "rlvmr", "novelty", "untried", "task", "learned")
 #: The planner's action proposal: the language model over each particle's admissible actions,
 #: or uniform over them (LLM-free).
 PROPOSALS = ("lm", "uniform")

@@ -1,5 +1,5 @@
-r"""Progress twists of the text planner: ``progress="lm" | "env" | "rlvmr" | "novelty" | "task"``
-and sums.
+r"""Progress twists of the text planner: ``progress="lm" | "env" | "rlvmr" | "novelty" |
+"untried" | "task" | "learned"`` and sums.
 
 Each twist scores the N extended particles :math:`x^i_{\le t}` of a planning step with a progress
 :math:`\delta^i_t` (NeSyFS weighting :math:`\omega \leftarrow \omega e^{\lambda\delta}`) and a
@@ -46,6 +46,19 @@ weight :math:`\psi_t/\psi_{t-1} = e^{\delta_t}`, the same pull as NeSyFS with :m
   against 4/6).  Graph entities and places, not raw text: on twx:coin a planner counting
   new observation texts won 5/10 episodes, one counting rooms 7/10 (DESIGN.md).  Steps after the
   particle's episode ended score 0;
+* ``"untried"`` — a count-based bonus over (place, action) pairs, the state-action form of
+  the bonus above (MBIE-EB, Strehl & Littman 2008):
+
+  .. math:: \delta_t = \frac{1}{\sqrt{1 + m(\ell_{t-1}, a_t)}} \in (0, 1],
+
+  where :math:`m(\ell, a)` counts how often :math:`a` was taken from place :math:`\ell` in
+  the episode (:attr:`Seen.tried`, the real steps) and earlier on the particle's path, and
+  :math:`\ell_{t-1}` is the place before the step (read as for ``novelty``).  ``novelty``
+  scores where a step leads, as the world model imagines it; ``untried`` scores what the
+  agent has already done there, which the world model does not see.  An imagined reply that
+  promises a new room behind a move that has failed in reality k times still scores
+  :math:`1/\sqrt{1+k}` here, and an action never taken there scores 1.  Benchmark-free; steps
+  after the particle's episode ended score 0;
 * ``"rlvmr"`` — RLVMR's verifiable process rules (arXiv 2507.22844; tagged form in
   :class:`smcplan.agents.rlvmr_rewards.RLVMRTwist`), with each imagined step's tag read off what
   it does: :math:`\delta_t = 1` for a *corrective* action (the previous step failed and the
@@ -93,7 +106,7 @@ from smcplan.planning.config import DEFAULT_RETRIEVAL, Retrieval, parse_progress
 from smcplan.planning.seen import Seen, looks_failed, place_and_entities
 from smcplan.planning.twist_env import EnvProgress
 from smcplan.planning.twist_lm import LMProgress
-from smcplan.planning.twist_rules import NoveltyProgress, ProcessProgress
+from smcplan.planning.twist_rules import NoveltyProgress, ProcessProgress, UntriedProgress
 from smcplan.planning.twist_task import TaskProgress
 from smcplan.planning.twist_value import LearnedProgress
 
@@ -102,6 +115,7 @@ __all__ = [
     "EnvProgress",
     "NoveltyProgress",
     "ProcessProgress",
+    "UntriedProgress",
     "LMProgress",
     "SumTwist",
     "make_progress",
@@ -177,6 +191,8 @@ def make_progress(
             )
         elif name == "novelty":
             parts.append((name, NoveltyProgress(seen, env_kind)))
+        elif name == "untried":
+            parts.append((name, UntriedProgress(seen, env_kind)))
         elif name == "rlvmr":
             parts.append((name, ProcessProgress(seen, env_kind)))
         elif name == "task":

@@ -32,11 +32,13 @@ def looks_failed(observation: str, env_kind: GameRules | str = "auto") -> bool:
 
 
 class Seen(NamedTuple):
-    """What the episode has seen so far (for ``novelty``, ``rlvmr`` and ``task``): the places
-    visited, the entities named, the actions executed, whether the last real action failed (the
-    env's ``invalid`` flag or a failure reply, :func:`looks_failed`), the
-    current score, the current place, the steps spent at each place (``visits``: ``(place, n)``)
-    and the place map read from every observation (``layout``, :mod:`smcplan.planning.places`)."""
+    """What the episode has seen so far (for ``novelty``, ``untried``, ``rlvmr`` and ``task``):
+    the places visited, the entities named, the actions executed, whether the last real action
+    failed (the env's ``invalid`` flag or a failure reply, :func:`looks_failed`), the current
+    score, the current place, the steps spent at each place (``visits``: ``(place, n)``),
+    the place map read from every observation (``layout``, :mod:`smcplan.planning.places`) and
+    how often each action was taken from each place (``tried``: ``((place, action), n)``, the
+    place the agent was in before it, ``""`` where none was read yet)."""
 
     places: frozenset[str] = frozenset()
     entities: frozenset[str] = frozenset()
@@ -46,6 +48,7 @@ class Seen(NamedTuple):
     place: str | None = None
     visits: tuple[tuple[str, int], ...] = ()
     layout: PlaceMap = PlaceMap()
+    tried: tuple[tuple[tuple[str, str], int], ...] = ()
 
     def after(
         self,
@@ -67,6 +70,10 @@ class Seen(NamedTuple):
         visits = dict(self.visits)
         if place is not None:
             visits[place] = visits.get(place, 0) + 1
+        tried = dict(self.tried)
+        if action:
+            key = (self.place or "", action)
+            tried[key] = tried.get(key, 0) + 1
         return Seen(
             places=self.places | ({place} if place else set()),
             entities=self.entities | names,
@@ -76,6 +83,7 @@ class Seen(NamedTuple):
             place=place,
             visits=tuple(sorted(visits.items())),
             layout=read_step(self.layout, action, observation, rules),
+            tried=tuple(sorted(tried.items())),
         )
 
 

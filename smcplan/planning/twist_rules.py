@@ -1,5 +1,6 @@
-r"""The count-based and rule-based twists ``progress="novelty"`` and ``progress="rlvmr"``
-(the math is in :mod:`smcplan.planning.progress`), both LLM-free: each scores a particle's
+r"""The count-based and rule-based twists ``progress="novelty"``, ``progress="untried"`` and
+``progress="rlvmr"``
+(the math is in :mod:`smcplan.planning.progress`), all LLM-free: each scores a particle's
 imagined path against what the episode has seen (:class:`~smcplan.planning.seen.Seen`), with
 :math:`\log\psi_t = \sum_{s\le t}\delta_s`, one step per planner step from the summary the
 particle carries (:mod:`smcplan.planning.twist_carry`).  ``env_kind`` is the game's home
@@ -19,7 +20,7 @@ from smcplan.planning.outcome import DONE_ACTION
 from smcplan.planning.seen import Seen, step_read
 from smcplan.planning.twist_carry import Incremental
 
-__all__ = ["Cumulative", "NoveltyProgress", "ProcessProgress"]
+__all__ = ["Cumulative", "NoveltyProgress", "ProcessProgress", "UntriedProgress"]
 
 #: The base of the cumulative twists (:class:`~smcplan.planning.twist_carry.Incremental`: the
 #: summary of the path carried per particle, one step per planner step).
@@ -58,6 +59,37 @@ class NoveltyProgress(Incremental):
         delta = 0.5 * (count + float(bool(names - entities)))
         entities = entities | names if names - entities else entities
         return ((here, doors), visits, entities, place), delta
+
+
+class UntriedProgress(Incremental):
+    r""":math:`\delta_t = 1/\sqrt{1 + m(\ell_{t-1}, a_t)}` (:mod:`smcplan.planning.progress`):
+    :math:`m` counts how often action :math:`a_t` was taken from place :math:`\ell_{t-1}`, in
+    the episode (:attr:`Seen.tried`) and earlier on the particle's path.  Carries per particle:
+    the reader's place and doors, the counts and the current place (``""`` while none is
+    read)."""
+
+    __name__ = "untried"
+
+    def __init__(self, seen: Seen | None = None, env_kind: GameRules | str = "auto") -> None:
+        self.seen = seen or Seen()
+        self.env_kind = env_kind
+        self.rules = rules_for(env_kind)
+
+    def start(self) -> Any:
+        seen = self.seen
+        read = (seen.place, dict(seen.layout.doors))
+        return read, dict(seen.tried), seen.place or ""
+
+    def advance(self, state: Any, particle: Any, i: int) -> tuple[Any, float]:
+        (here, doors), tried, place = state
+        read, _, here, doors = step_read(particle, i, self.rules, self.seen.layout, here, doors)
+        action = particle.steps[i][0]
+        if action == DONE_ACTION:
+            return ((here, doors), tried, place), 0.0
+        key = (place, action)
+        n = tried.get(key, 0)
+        tried = {**tried, key: n + 1}
+        return ((here, doors), tried, read or place), 1.0 / float(np.sqrt(1.0 + n))
 
 
 class ProcessProgress(Incremental):
