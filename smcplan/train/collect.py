@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from smcplan.errors import InvalidArgumentError, SmcplanError, check_int
+from smcplan.games import rules_for
 from smcplan.jsonfile import jsonl_line
 from smcplan.options import seed_list
 from smcplan.train.data import SHARD_SCHEMA, read_shard
@@ -244,8 +245,9 @@ def _play(
             agent.attach_simulator(env.clone, env)
         agent.reset(task, obs, actions)
     policy = _policy(source, env, agent)
+    kind = rules_for(name).env_kind  # the game's home reads its triplets ("auto" for WebShop)
     kg = KnowledgeGraph()
-    kg.observe(obs, None, env_kind=name, step=0)
+    kg.observe(obs, None, env_kind=kind, step=0)
     won, steps = False, 0
     for t in range(max_steps):
         facts = [list(f.as_tuple()) for f in kg.retrieve(task, 2, last_observation=obs, limit=24)]
@@ -264,7 +266,7 @@ def _play(
         won = bool(next_info.get("won", False))
         write(_record("transition", name, seed, t, task, obs, action, result, facts, actions))
         steps = t + 1
-        kg.observe(nxt, action, env_kind=name, step=t + 1)
+        kg.observe(nxt, action, env_kind=kind, step=t + 1)
         obs, info = nxt, next_info
         actions = [] if done else list(info.get("admissible_actions") or env.admissible_actions())
         if done:

@@ -146,3 +146,22 @@ def test_a_bad_branches_value_names_the_argument(tmp_path, branches):
         collect("twx:coin", [1], tmp_path / "x.jsonl", source="gold", split="train",
                 branches=branches, progress=False)  # fmt: skip
     assert not (tmp_path / "x.jsonl").exists()
+
+
+@pytest.mark.parametrize(
+    ("env_name", "seeds", "split"), [("webshop", [75, 76], "train"), ("toy:household", [0, 1], None)]
+)
+def test_collection_on_a_family_without_its_own_triplet_grammar(tmp_path, env_name, seeds, split):
+    """WebShop and the toy worlds read their observations with the ``auto`` grammar (their
+    game homes' ``env_kind``); collection passed the env's name to the graph instead, which
+    refused it.  Gold episodes with every branch are won, and a WebShop buy is recorded with
+    its purchase reward."""
+    out = tmp_path / "shard.jsonl"
+    result = collect(env_name, seeds, out, source="gold", split=split, max_steps=15,
+                     branches="all", progress=False)  # fmt: skip
+    shard = read_shard(out)
+    assert (result.played, result.won) == (2, 2) and shard.transitions[-1]["won"]
+    if env_name == "webshop":
+        buys = [b for b in shard.branches + shard.transitions if b["action"] == "click[buy now]"]
+        assert buys and all(b["done"] and 0.0 <= b["reward"] <= 1.0 for b in buys)
+        assert {b["won"] for b in buys} == {True, False}  # the gold buy, and buys before options
