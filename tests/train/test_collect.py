@@ -149,7 +149,8 @@ def test_a_bad_branches_value_names_the_argument(tmp_path, branches):
 
 
 @pytest.mark.parametrize(
-    ("env_name", "seeds", "split"), [("webshop", [75, 76], "train"), ("toy:household", [0, 1], None)]
+    ("env_name", "seeds", "split"),
+    [("webshop", [75, 76], "train"), ("toy:household", [0, 1], None)],
 )
 def test_collection_on_a_family_without_its_own_triplet_grammar(tmp_path, env_name, seeds, split):
     """WebShop and the toy worlds read their observations with the ``auto`` grammar (their
