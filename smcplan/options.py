@@ -58,6 +58,7 @@ __all__ = [
     "real_or_list",
     "seed_list",
     "text",
+    "text_list",
     "typed_options",
 ]
 
@@ -331,6 +332,16 @@ def text(value: Any, name: str) -> str:
     if not isinstance(value, str) or not value:
         raise InvalidArgumentError(f"{name} must be a non-empty string; got {_show(value)}")
     return value
+
+
+def text_list(value: Any, name: str) -> list[str]:
+    """Converter: one non-empty string or a non-empty JSON list of them (``["a.jsonl","b"]``)."""
+    items = value if isinstance(value, list) else [value]
+    if not items or not all(isinstance(v, str) and v for v in items):
+        raise InvalidArgumentError(
+            f"{name} must be a non-empty string or a JSON list of them; got {_show(value)}"
+        )
+    return list(items)
 
 
 def int_list(minimum: int | None = None, maximum: int | None = MAX_INT) -> Converter:

@@ -24,6 +24,7 @@ from smcplan.options import (
     real,
     real_or_list,
     text,
+    text_list,
     typed_options,
 )
 
@@ -81,7 +82,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
     "value-head": {
         "within": integer(0),
         "discount": real(0.0, 1.0),
-        "heldout": text,
+        "heldout": text_list,
         "max_examples": integer(1),
         "adapter": text,
         "C": real_or_list(0.0, min_inclusive=False),

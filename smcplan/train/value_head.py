@@ -307,7 +307,8 @@ def train_value_head(
 
 def run(request: Any) -> dict[str, Any]:
     """``smcplan train value-head``: the registry entry; ``--opt`` keys ``within`` (k, default
-    5), ``discount`` (:math:`\\gamma`, 0.9), ``heldout`` (a held-out shard), ``max_examples``,
+    5), ``discount`` (:math:`\\gamma`, 0.9), ``heldout`` (a held-out shard, or a list),
+    ``max_examples``,
     ``adapter``, ``C`` (the grid), ``folds`` (5), ``batch`` (4), ``threads``,
     ``text_features`` (bool, default false).  ``--max-steps``,
     ``--epochs``, ``--lr``, ``--batch-size`` and ``--save-steps`` do not apply (a convex fit;
@@ -324,7 +325,7 @@ def run(request: Any) -> dict[str, Any]:
     )
     cs = opts.get("C", DEFAULT_CS)
     cs = [cs] if isinstance(cs, (int, float)) else cs
-    heldout = opts.get("heldout")
+    heldout = opts.get("heldout") or []  # a list (trainer_options' text_list)
     return train_value_head(
         request.data,
         request.out,
@@ -332,7 +333,7 @@ def run(request: Any) -> dict[str, Any]:
         adapter=opts.get("adapter"),
         within=opts.get("within", 5),
         discount=opts.get("discount", 0.9),
-        heldout=[heldout] if heldout else [],
+        heldout=heldout,
         max_examples=opts.get("max_examples"),
         cs=cs,
         folds=opts.get("folds", 5),

@@ -59,6 +59,10 @@ def test_a_registered_trainer_whose_module_is_missing_is_a_typed_error(monkeypat
             ["world-model", "--out", "x", "--data", "d.jsonl", "--opt", "lr2=1"],
             "unknown option 'lr2' for trainer 'world-model'",
         ),
+        (
+            ["value-head", "--out", "x", "--data", "d.jsonl", "--opt", "heldout=5"],
+            "--opt heldout must be a non-empty string or a JSON list of them; got 5",
+        ),
     ],
 )
 def test_bad_flags_exit_2_with_one_line(argv, needle, capsys, tmp_path, monkeypatch):
