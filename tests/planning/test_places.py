@@ -260,7 +260,9 @@ def test_task_is_a_progress_name_and_sums_with_the_others():
     assert parse_progress("env+task") == ("env", "task")
     twist = make_progress("env+task", task=COIN_TASK, seen=Seen().after(KITCHEN, None, {}, "twx"))
     assert twist.__name__ == "env+task"
-    with pytest.raises(PlanningError, match="valid: lm, env, rlvmr, novelty, task"):
+    with pytest.raises(
+        PlanningError, match="valid: lm, env, rlvmr, novelty, untried, task, learned"
+    ):
         parse_progress("goal")
 
 
