@@ -57,8 +57,10 @@ weight :math:`\psi_t/\psi_{t-1} = e^{\delta_t}`, the same pull as NeSyFS with :m
   scores where a step leads, as the world model imagines it; ``untried`` scores what the
   agent has already done there, which the world model does not see.  An imagined reply that
   promises a new room behind a move that has failed in reality k times still scores
-  :math:`1/\sqrt{1+k}` here, and an action never taken there scores 1.  Benchmark-free; steps
-  after the particle's episode ended score 0;
+  :math:`1/\sqrt{1+k}` here, and an action never taken there scores 1.  In a game whose
+  observations name no place (WebShop's pages) every step has the place ``""``, so the count
+  is per action over the episode.  Benchmark-free; steps after the particle's episode ended
+  score 0;
 * ``"rlvmr"`` — RLVMR's verifiable process rules (arXiv 2507.22844; tagged form in
   :class:`smcplan.agents.rlvmr_rewards.RLVMRTwist`), with each imagined step's tag read off what
   it does: :math:`\delta_t = 1` for a *corrective* action (the previous step failed and the
