@@ -19,7 +19,12 @@ FOLDERS = sorted(p for p in ROOT.iterdir() if p.is_dir())
 
 def test_the_checkpoints_folder_holds_the_issue_53_artifacts():
     names = {p.name for p in FOLDERS}
-    assert {"alfworld-world-model", "webshop-world-model", "webshop-value-head"} <= names
+    assert {
+        "alfworld-world-model",
+        "scienceworld-world-model",
+        "webshop-world-model",
+        "webshop-value-head",
+    } <= names
 
 
 @pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.name)
