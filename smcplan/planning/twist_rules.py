@@ -27,7 +27,21 @@ __all__ = ["Cumulative", "NoveltyProgress", "ProcessProgress", "UntriedProgress"
 Cumulative = Incremental
 
 
-class NoveltyProgress(Incremental):
+class _SeenTwist(Incremental):
+    """A cumulative twist read against what the episode has seen (``seen``) by the game's home
+    ``env_kind``; :meth:`reader_start` is the place and doors the step reader starts from."""
+
+    def __init__(self, seen: Seen | None = None, env_kind: GameRules | str = "auto") -> None:
+        self.seen = seen or Seen()
+        self.env_kind = env_kind
+        self.rules = rules_for(env_kind)
+
+    def reader_start(self) -> tuple[str | None, dict[tuple[str, str], str]]:
+        """The real place and the doors of the episode's map, before any imagined step."""
+        return self.seen.place, dict(self.seen.layout.doors)
+
+
+class NoveltyProgress(_SeenTwist):
     r""":math:`\delta_t = \tfrac12(1/\sqrt{1 + n(\ell_t)} + [\text{a new entity}])` (module
     docstring).  Carries per particle: the reader's place and doors
     (:func:`~smcplan.planning.seen.step_read`), the visit counts, the entities seen and the
@@ -35,15 +49,9 @@ class NoveltyProgress(Incremental):
 
     __name__ = "novelty"
 
-    def __init__(self, seen: Seen | None = None, env_kind: GameRules | str = "auto") -> None:
-        self.seen = seen or Seen()
-        self.env_kind = env_kind
-        self.rules = rules_for(env_kind)
-
     def start(self) -> Any:
         seen = self.seen
-        read = (seen.place, dict(seen.layout.doors))
-        return read, dict(seen.visits), frozenset(seen.entities), seen.place
+        return self.reader_start(), dict(seen.visits), frozenset(seen.entities), seen.place
 
     def advance(self, state: Any, particle: Any, i: int) -> tuple[Any, float]:
         (here, doors), visits, entities, place = state
@@ -61,7 +69,7 @@ class NoveltyProgress(Incremental):
         return ((here, doors), visits, entities, place), delta
 
 
-class UntriedProgress(Incremental):
+class UntriedProgress(_SeenTwist):
     r""":math:`\delta_t = 1/\sqrt{1 + m(\ell_{t-1}, a_t)}` (:mod:`smcplan.planning.progress`):
     :math:`m` counts how often action :math:`a_t` was taken from place :math:`\ell_{t-1}`, in
     the episode (:attr:`Seen.tried`) and earlier on the particle's path.  Carries per particle:
@@ -70,15 +78,8 @@ class UntriedProgress(Incremental):
 
     __name__ = "untried"
 
-    def __init__(self, seen: Seen | None = None, env_kind: GameRules | str = "auto") -> None:
-        self.seen = seen or Seen()
-        self.env_kind = env_kind
-        self.rules = rules_for(env_kind)
-
     def start(self) -> Any:
-        seen = self.seen
-        read = (seen.place, dict(seen.layout.doors))
-        return read, dict(seen.tried), seen.place or ""
+        return self.reader_start(), dict(self.seen.tried), self.seen.place or ""
 
     def advance(self, state: Any, particle: Any, i: int) -> tuple[Any, float]:
         (here, doors), tried, place = state
@@ -92,23 +93,23 @@ class UntriedProgress(Incremental):
         return ((here, doors), tried, read or place), 1.0 / float(np.sqrt(1.0 + n))
 
 
-class ProcessProgress(Incremental):
+class ProcessProgress(_SeenTwist):
     r"""RLVMR's explore and reflection rules on imagined steps (module docstring).  Carries per
     particle: the reader's place and doors, the actions and places seen, and whether the last
     step failed and its action."""
 
     __name__ = "rlvmr"
 
-    def __init__(self, seen: Seen | None = None, env_kind: GameRules | str = "auto") -> None:
-        self.seen = seen or Seen()
-        self.env_kind = env_kind
-        self.rules = rules_for(env_kind)
-
     def start(self) -> Any:
         seen = self.seen
-        read = (seen.place, dict(seen.layout.doors))
         prev_action = seen.actions[-1] if seen.actions else None
-        return read, frozenset(seen.actions), frozenset(seen.places), seen.last_failed, prev_action
+        return (
+            self.reader_start(),
+            frozenset(seen.actions),
+            frozenset(seen.places),
+            seen.last_failed,
+            prev_action,
+        )
 
     def advance(self, state: Any, particle: Any, i: int) -> tuple[Any, float]:
         (here, doors), actions, places, prev_failed, prev_action = state
