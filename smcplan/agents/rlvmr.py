@@ -370,7 +370,13 @@ class RLVMRAgent(LLMAgent):
             if self._head_map is not None:
                 self._head_map.update(action, observation)
         pairs = candidate_pairs(head.tags, admissible)
-        state = state_text(self.task, self._head_steps, observation, head.info.get("recent", 3))
+        state = state_text(
+            self.task,
+            self._head_steps,
+            observation,
+            head.info.get("recent", 3),
+            context=head.info.get("context", "full"),
+        )
         notes = None if self._head_map is None else self._head_map.notes([a for _, a in pairs])
         if notes is None:
             logp = head.log_probs(self._head_features(state, pairs))

@@ -81,7 +81,7 @@ def _iteration(
     for s in iteration_seeds(cfg.seeds, cfg.seeds_per_iteration, it):
         eps = [
             play_episode(env, s, head, features, episode_rng(cfg.seed, it, s, j), cfg.max_steps,
-                         cfg.recent, 1.0, notes_rules(cfg))
+                         cfg.recent, 1.0, notes_rules(cfg), cfg.context)
             for j in range(cfg.group_size)
         ]  # fmt: skip
         f, k, a = group_batch(eps, cfg.alpha, cfg.eps, cfg.normalize)
@@ -141,20 +141,23 @@ def _start(cfg: HeadGRPOConfig, out: Path, features: Any) -> tuple[PolicyHead, P
     layers = tuple(getattr(features, "layers", ()) or ())
     if cfg.init_head is not None:
         ref = PolicyHead.load(cfg.init_head)
-        was = bool(ref.info.get("map_notes", False))
-        if was != cfg.map_notes:
-            raise InvalidArgumentError(
-                f"map_notes={cfg.map_notes} but init_head {str(cfg.init_head)!r} was trained "
-                f"with map_notes={was}: its weights read other candidate texts; give "
-                f"--opt map_notes={str(was).lower()} or a head trained with the same setting"
-            )
+        for key, default, now in (("map_notes", False, cfg.map_notes),
+                                  ("context", "full", cfg.context)):  # fmt: skip
+            was = ref.info.get(key, default)
+            if was != now:
+                shown = str(was).lower() if isinstance(was, bool) else was
+                raise InvalidArgumentError(
+                    f"{key}={now} but init_head {str(cfg.init_head)!r} was trained with "
+                    f"{key}={was}: its weights read other texts; give --opt {key}={shown} "
+                    "or a head trained with the same setting"
+                )
     elif cfg.data:
         ref = cold_start_head(cfg.data, features, cfg.tags, cfg.l2, cfg.recent, layers,
-                              cfg.l2_folds, cfg.map_notes)  # fmt: skip
+                              cfg.l2_folds, cfg.map_notes, cfg.context)  # fmt: skip
     else:
         ref = PolicyHead.uniform(int(features.dim), cfg.tags, layers, standardise="pending")
     ref = ref.with_weight(ref.weight, features=getattr(features, "name", None), recent=cfg.recent,
-                          map_notes=cfg.map_notes)  # fmt: skip
+                          map_notes=cfg.map_notes, context=cfg.context)  # fmt: skip
     write_json(out / "config.json", cfg.as_json())
     ref.save(out / "reference")
     return ref, ref, 0
@@ -212,7 +215,7 @@ def train_grpo_mr_head(
 
     def heldout(h: PolicyHead) -> dict[str, Any]:
         return evaluate_head(h, eval_env, cfg.eval_seeds, features, cfg.max_steps, cfg.recent,
-                             notes_rules(cfg))  # fmt: skip
+                             notes_rules(cfg), cfg.context)  # fmt: skip
 
     start_file = out / "heldout-start.json"
     if cfg.eval_seeds and not start_file.is_file():
@@ -306,7 +309,8 @@ def run(request: Any) -> dict[str, Any]:
     ``max_grad_norm``, ``l2`` (a list: chosen by cross-validation), ``l2_folds``,
     ``feature_cache`` (an ``.npz`` of features to start from), ``recent``, ``layers`` (list),
     ``threads``, ``batch``, ``cache_entries``, ``map_notes`` (true: each candidate carries its
-    action's map note).  ``--max-steps``, ``--batch-size`` and ``--save-steps`` do not apply."""
+    action's map note), ``context`` (full, or task: the state text is the task alone).
+    ``--max-steps``, ``--batch-size`` and ``--save-steps`` do not apply."""
     from smcplan.train.options import trainer_options
     from smcplan.train.registry import refuse_flags
 
@@ -356,5 +360,6 @@ def run(request: Any) -> dict[str, Any]:
         cache_entries=opts.get("cache_entries", 50_000),
         batch=opts.get("batch", 16),
         map_notes=opts.get("map_notes", False),
+        context=opts.get("context", "full"),
     )
     return train_grpo_mr_head(cfg, progress=request.progress)

@@ -99,14 +99,15 @@ def cross_validate_l2(
 
 def cold_start_head(
     shards: Any, features: Any, tags: Any = TAGS, l2: Any = 1e-6, recent: int = 3,
-    layers: Any = (), folds: int = 5, map_notes: bool = False,
+    layers: Any = (), folds: int = 5, map_notes: bool = False, context: str = "full",
 ) -> PolicyHead:  # fmt: skip
     """The cold-start head (module docstring, step 1) fitted on the gold steps of ``shards``;
     ``l2`` a grid of several values: the one of least held-out NLL, ``folds``-fold over
     episodes (:func:`smcplan.train.head_cold_start.cross_validate_l2`), its table in ``info``;
     ``map_notes``: each candidate carries its map note, from the place maps the critic's noted
     examples use (the shards' env rules, each state's map read from its episode's earlier gold
-    steps: :func:`smcplan.agents.map_notes.episode_maps`)."""
+    steps: :func:`smcplan.agents.map_notes.episode_maps`); ``context``: what the state text
+    holds (:func:`smcplan.llm.roles.policy_head.state_text`)."""
     from smcplan.train.data import read_shard
 
     reads = [read_shard(s) for s in shards]
@@ -116,7 +117,7 @@ def cold_start_head(
         from smcplan.train.critic import _maps
 
         maps = _maps(transitions, [r.header for r in reads])
-    steps = gold_steps(transitions, tags, recent, maps)
+    steps = gold_steps(transitions, tags, recent, maps, context)
     if not steps:
         raise InvalidArgumentError(
             f"no won episode in {[str(s) for s in shards]}: the cold start needs successful "

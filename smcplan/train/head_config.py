@@ -9,6 +9,7 @@ from typing import Any
 
 from smcplan.agents.rlvmr_rewards import TAGS
 from smcplan.errors import InvalidArgumentError, check_float, check_int
+from smcplan.llm.roles.policy_head import CONTEXTS
 from smcplan.train.grpo_mr import NORMALIZATIONS, check_alpha, check_group_size
 
 __all__ = ["HeadGRPOConfig", "RESUMABLE"]
@@ -33,7 +34,10 @@ class HeadGRPOConfig:
     and after every ``eval_every`` iterations and the last one; ``iterations = 0``: the cold
     start alone, evaluated.  ``map_notes``: each candidate's text carries what the agent's
     place map says about its action (cold start, rollouts, held-out evaluation; recorded in
-    the head, so that the RLVMR agent builds the same notes); a resumed run keeps it."""
+    the head, so that the RLVMR agent builds the same notes); a resumed run keeps it.
+    ``context``: what the state text holds, ``"full"`` or ``"task"`` (the task alone: the
+    features of a candidate depend on its text only, so with ``map_notes`` the state reaches
+    the head through the notes; recorded in the head like ``map_notes``)."""
 
     out: Path
     env: str = "twx:coin"
@@ -69,11 +73,16 @@ class HeadGRPOConfig:
     cache_entries: int = 50_000
     batch: int = 16
     map_notes: bool = False
+    context: str = "full"
 
     def validated(self) -> HeadGRPOConfig:
         if not isinstance(self.map_notes, bool):
             raise InvalidArgumentError(
                 f"map_notes={self.map_notes!r}: give true or false (a bool), e.g. map_notes=true"
+            )
+        if self.context not in CONTEXTS:
+            raise InvalidArgumentError(
+                f"context={self.context!r}: give one of {', '.join(CONTEXTS)}, e.g. context=task"
             )
         check_group_size(self.group_size)
         check_alpha(self.alpha)

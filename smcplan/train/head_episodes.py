@@ -70,9 +70,11 @@ def play_episode(
     recent: int = 3,
     temperature: float = 1.0,
     map_notes: Any = None,
+    context: str = "full",
 ) -> dict[str, Any]:
     """One episode of ``env`` (reset to ``task_seed``) played by ``head`` (module docstring);
-    ``map_notes`` (an env name or rules; ``None``: none): each candidate carries its note.
+    ``map_notes`` (an env name or rules; ``None``: none): each candidate carries its note;
+    ``context``: what the state text holds (:func:`~smcplan.llm.roles.policy_head.state_text`).
 
     Returns ``{"won", "score", "steps", "tags", "actions", "rewards", "features" (one (n_t, d)
     array per step), "chosen" (the index in each step's candidates), "explore_new", "invalid"
@@ -95,7 +97,7 @@ def play_episode(
             prev = tagged[-1]
             tagged[-1] = TaggedStep(prev.tag, prev.action, True, not bool(info.get("invalid")))
         pairs = candidate_pairs(head.tags, list(info.get("admissible_actions") or []))
-        state = state_text(task, history, obs, recent)
+        state = state_text(task, history, obs, recent, context=context)
         if notes is None:
             phi = features(state, pairs)
         else:
@@ -163,6 +165,7 @@ def gold_steps(
     tags: Sequence[str] = TAGS,
     recent: int = 3,
     maps: dict[tuple[str, int], Any] | None = None,
+    context: str = "full",
 ) -> list[dict[str, Any]]:
     """``{"episode", "t", "state", "pairs", "gold"}`` for every step of the *won* episodes
     among shard ``transitions``: the state text the head reads, the candidates (the shard's
@@ -188,7 +191,7 @@ def gold_steps(
             step = {
                 "episode": episode,
                 "t": int(r["t"]),
-                "state": state_text(r["task"], history, r["observation"], recent),
+                "state": state_text(r["task"], history, r["observation"], recent, context=context),
                 "pairs": pairs,
                 "gold": pairs.index((tag, r["action"])),
             }
@@ -234,15 +237,15 @@ def episode_metrics(episodes: Any, tags: Any) -> dict[str, Any]:
 
 def evaluate_head(
     head: PolicyHead, env: Any, seeds: Any, features: Any, max_steps: int, recent: int,
-    map_notes: Any = None,
+    map_notes: Any = None, context: str = "full",
 ) -> dict[str, Any]:  # fmt: skip
     """The greedy head (the argmax candidate at every step) on each of ``seeds``: the metrics
     of :func:`episode_metrics` and ``won`` per seed (a pure function of the head: no draw);
-    ``map_notes`` as in :func:`play_episode`."""
+    ``map_notes`` and ``context`` as in :func:`play_episode`."""
     t0 = time.perf_counter()
     rng = np.random.default_rng(0)  # unused at temperature 0
-    eps = {int(s): play_episode(env, s, head, features, rng, max_steps, recent, 0.0, map_notes)
-           for s in seeds}  # fmt: skip
+    eps = {int(s): play_episode(env, s, head, features, rng, max_steps, recent, 0.0, map_notes,
+                                context) for s in seeds}  # fmt: skip
     out = episode_metrics(list(eps.values()), head.tags)
     out["won"] = {str(s): bool(e["won"]) for s, e in eps.items()}
     out["actions"] = {str(s): e["actions"] for s, e in eps.items()}

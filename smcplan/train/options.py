@@ -137,6 +137,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         "batch": integer(1),
         "cache_entries": integer(1),
         "map_notes": boolean,
+        "context": choice("full", "task"),
     },
 }
 

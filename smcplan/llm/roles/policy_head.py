@@ -59,6 +59,7 @@ __all__ = [
     "POLICY_FILE",
     "INSTRUCTION",
     "NOTE_LABEL",
+    "CONTEXTS",
     "state_text",
     "candidate_text",
     "candidate_pairs",
@@ -86,6 +87,12 @@ INSTRUCTION = (
 )
 
 
+#: what the state text holds: ``"full"`` (the task, tried actions, recent steps, observation)
+#: or ``"task"`` (the task alone: the state reaches the features only through the candidates'
+#: map notes, so a candidate's features depend on its text alone and are computed once)
+CONTEXTS = ("full", "task")
+
+
 def _short(text: str, limit: int) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -97,12 +104,20 @@ def state_text(
     observation: str,
     recent: int = 3,
     max_chars: int = 300,
+    context: str = "full",
 ) -> str:
     """The state :math:`s_t` the head reads: ``task``, the distinct actions tried so far (in the
     order first tried), the last ``recent`` steps ``(tag, action, observation after it)`` and the
-    current ``observation``, each observation cut to ``max_chars`` characters.  Pure."""
+    current ``observation``, each observation cut to ``max_chars`` characters; ``context=
+    "task"``: the task line alone (:data:`CONTEXTS`).  Pure."""
     check_int(recent, "recent", minimum=0)
     check_int(max_chars, "max_chars", minimum=8)
+    if context not in CONTEXTS:
+        raise InvalidArgumentError(
+            f"context={context!r}: give one of {', '.join(CONTEXTS)} (task: the task line alone)"
+        )
+    if context == "task":
+        return f"Task: {_short(task, max_chars)}"
     tried = list(dict.fromkeys(a for _, a, _ in steps))
     lines = [f"Task: {_short(task, max_chars)}"]
     lines.append("Actions tried: " + (", ".join(tried) if tried else "none"))
