@@ -1,4 +1,4 @@
-"""The cost of one GRPO-MR iteration: today's LoRA recipe against the policy head, same run.
+"""The cost of one GRPO-MR iteration: today's LoRA recipe against the policy heads, same run.
 
     .venv/bin/python bench/grpo_iteration.py                          # tiny random-weight model
     .venv/bin/python bench/grpo_iteration.py --model smollm2 --group-size 2 --max-steps 5
@@ -28,7 +28,11 @@ threads, each with its trainer's default update settings:
   (wrapped for timing, nothing else changed: the frozen model's hidden state per (tag, action)
   candidate through the cache, a linear-softmax draw, the env step); its **update** is the rest
   of ``_iteration`` (the GRPO-MR advantages, the batch, ``policy_update``: 10 exact NumPy
-  gradient steps of the clipped, KL-regularised objective on the head).
+  gradient steps of the clipped, KL-regularised objective on the head).  ``--head-notes``:
+  with map notes (the shipped head's recipe).
+* ``head_task`` (``grpo-mr-head --opt context=task --opt map_notes=true``): the same trainer
+  and iteration, each candidate's text its tag, action and map note after the task alone, so
+  its features repeat across states and episodes (``--init-head-task``: a saved head made so).
 
 Each path runs in its own process (so its peak RSS, ``resource.getrusage`` with the model load
 included, is its own), one after the other.  Measured per phase: wall seconds
@@ -73,8 +77,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import machine, print_table, write_json  # noqa: E402
 
-PATHS = ("lora", "head")
-LABELS = {"lora": "LoRA, smcplan train grpo-mr", "head": "policy head, grpo-mr-head"}
+PATHS = ("lora", "head", "head_task")
+LABELS = {
+    "lora": "LoRA, smcplan train grpo-mr",
+    "head": "policy head, grpo-mr-head",
+    "head_task": "policy head, grpo-mr-head --opt context=task --opt map_notes=true",
+}
 
 
 # ---------------------------------------------------------------- clocks
@@ -211,21 +219,24 @@ def run_lora(spec: dict, out: Path) -> dict:
     }
 
 
-def run_head(spec: dict, out: Path) -> dict:
+def run_head(spec: dict, out: Path, task_context: bool = False) -> dict:
     from unittest import mock
 
     from smcplan.llm import load_model
     from smcplan.llm.roles.policy_head import FeatureCache, LMFeatures
     from smcplan.train import grpo_mr_head as trainer
 
+    init = "init_head_task" if task_context else "init_head"
     cfg = trainer.HeadGRPOConfig(
         out=out,
         env=spec["env"],
         seeds=(spec["task_seed"],),
         split=spec["split"],
         model=model_arg(spec["model"]),
-        init_head=Path(spec["init_head"]) if spec["init_head"] else None,
+        init_head=(Path(spec[init]) if spec[init] else None),
         group_size=spec["group_size"],
+        map_notes=task_context or bool(spec["head_notes"]),
+        context="task" if task_context else "full",
         iterations=1,
         max_steps=spec["max_steps"],
         alpha=spec["alpha"],
@@ -291,7 +302,10 @@ def worker(which: str, spec: dict, result_file: str) -> None:
 
     logging.set_verbosity_error()
     with tempfile.TemporaryDirectory(prefix=f"grpo_iteration-{which}-") as out:
-        record = (run_lora if which == "lora" else run_head)(spec, Path(out))
+        if which == "lora":
+            record = run_lora(spec, Path(out))
+        else:
+            record = run_head(spec, Path(out), task_context=which == "head_task")
     walls, cpus = record.pop("step_seconds")
     record["rollouts"]["median_step_wall_s"] = statistics.median(walls) if walls else None
     record["rollouts"]["median_step_cpu_s"] = statistics.median(cpus) if cpus else None
@@ -347,6 +361,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="the runs' seed")
     parser.add_argument("--adapter", default=None, help="LoRA path: a cold-start adapter")
     parser.add_argument("--init-head", default=None, help="head path: a saved policy head")
+    parser.add_argument("--head-notes", action="store_true", help="head path: with map notes")
+    parser.add_argument(
+        "--init-head-task", default=None, help="head_task path: a saved context=task head"
+    )
     parser.add_argument("--target-group", type=int, default=8, help="G of the estimate")
     parser.add_argument("--target-steps", type=int, default=25, help="steps of the estimate")
     parser.add_argument("--out", default=None, help="write the JSON here, not bench/results/")
@@ -375,6 +393,8 @@ def main(argv: list[str] | None = None) -> int:
         "seed": args.seed,
         "adapter": args.adapter,
         "init_head": args.init_head,
+        "head_notes": args.head_notes,
+        "init_head_task": args.init_head_task,
     }
     target = args.target_group * args.target_steps
     print("config:", json.dumps(spec), flush=True)
@@ -447,19 +467,23 @@ def main(argv: list[str] | None = None) -> int:
             f"not timed above) {r['setup']['wall_s']:.1f} s; median rollout step "
             f"{r['rollouts']['median_step_wall_s']:.3g} s wall"
         )
-    if "head" in records:
-        c = records["head"]["feature_cache"]
-        print(
-            f"head feature cache over the iteration: {c['hits']} hits, {c['misses']} misses "
-            f"(hit rate {c['hit_rate']:.2f}; empty at the start)"
-        )
-    ratio = None
-    if len(records) == 2:
-        ratio = (
-            records["lora"]["estimate"]["iteration_wall_s"]
-            / records["head"]["estimate"]["iteration_wall_s"]
-        )
-        print(f"LoRA / head, estimated iteration wall time: {ratio:.1f}x")
+    for which in ("head", "head_task"):
+        if which in records:
+            c = records[which]["feature_cache"]
+            print(
+                f"{which} feature cache over the iteration: {c['hits']} hits, {c['misses']} "
+                f"misses (hit rate {c['hit_rate']:.2f}; empty at the start)"
+            )
+    walls = {w: r["estimate"]["iteration_wall_s"] for w, r in records.items()}
+    ratio = walls["lora"] / walls["head"] if {"lora", "head"} <= set(walls) else None
+    ratios = {
+        f"{a}_over_{b}": walls[a] / walls[b]
+        for a, b in (("lora", "head"), ("lora", "head_task"), ("head", "head_task"))
+        if a in walls and b in walls
+    }
+    for key, value in ratios.items():
+        a, b = key.split("_over_")
+        print(f"{a} / {b}, estimated iteration wall time: {value:.1f}x")
     for which, r in records.items():
         verdict = "meets" if r["estimate"]["iteration_wall_s"] <= 600 else "misses"
         print(
@@ -486,6 +510,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         "paths": records,
         "lora_over_head_iteration_wall": ratio,
+        "iteration_wall_ratios": ratios,
         "loadavg_before_after": [load0, load1],
     }
     if args.out:

@@ -1,4 +1,4 @@
-"""bench/grpo_iteration.py on the tiny model: both paths measured, every cost finite and > 0."""
+"""bench/grpo_iteration.py on the tiny model: all three paths measured, every cost finite, > 0."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def _numbers(value):
         yield value
 
 
-def test_grpo_iteration_bench_times_rollouts_and_update_of_both_paths(tmp_path):
+def test_grpo_iteration_bench_times_rollouts_and_update_of_every_path(tmp_path):
     out = tmp_path / "grpo_iteration.json"
     cmd = [sys.executable, str(ROOT / "bench" / "grpo_iteration.py"), "--model", "tiny",
            "--group-size", "2", "--max-steps", "2", "--out", str(out)]  # fmt: skip
@@ -36,7 +36,7 @@ def test_grpo_iteration_bench_times_rollouts_and_update_of_both_paths(tmp_path):
     assert all(math.isfinite(x) for x in _numbers(result))  # NaN/inf nowhere
     extra = result["extrapolation"]
     assert extra["target_total_steps"] == 8 * 25 and "extrapolation" in extra["note"]
-    assert set(result["paths"]) == {"lora", "head"}
+    assert set(result["paths"]) == {"lora", "head", "head_task"}
     for name, path in result["paths"].items():
         steps = path["rollouts"]["steps"]
         assert 2 <= steps <= 4, name  # 2 episodes of at most 2 steps, each at least one
@@ -46,6 +46,12 @@ def test_grpo_iteration_bench_times_rollouts_and_update_of_both_paths(tmp_path):
         est = path["estimate"]
         per_step = path["rollouts"]["wall_s_per_step"] + path["update"]["wall_s_per_step"]
         assert math.isclose(est["iteration_wall_s"], per_step * 200)
-    cache = result["paths"]["head"]["feature_cache"]
-    assert cache["hits"] > 0 and cache["misses"] > 0  # the 2 episodes share the first state
+    for name in ("head", "head_task"):
+        cache = result["paths"][name]["feature_cache"]
+        assert cache["hits"] > 0 and cache["misses"] > 0  # the 2 episodes share the first state
     assert result["lora_over_head_iteration_wall"] > 0
+    assert set(result["iteration_wall_ratios"]) == {
+        "lora_over_head",
+        "lora_over_head_task",
+        "head_over_head_task",
+    }
