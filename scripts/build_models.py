@@ -127,17 +127,21 @@ def _critic_steps(r: str) -> list[Step]:
 
 RLVMR = "twx-coin-rlvmr-head"
 #: the policy-head runs live where a later session finds them: committed checkpoints (the
-#: heads read map notes with their candidates, docs/train_rlaw_rlvmr.md; the runs without them,
-#: shipped until session 32, stay in models/checkpoints/twx-coin-rlvmr-head)
-RLVMR_CK = "models/checkpoints/" + RLVMR + "-notes"
-RLVMR_TRAIN = "[" + ",".join(str(s) for s in range(10000, 10040)) + "]"
-RLVMR_EVAL = "[" + ",".join(str(s) for s in range(10040, 10050)) + "]"
+#: heads read the task and each candidate's map note, --opt context=task, docs/train_rlaw_rlvmr.md
+#: "The task context"; the earlier runs stay in models/checkpoints/twx-coin-rlvmr-head (no
+#: notes, shipped until session 32) and -notes (full state text and notes, until session 36))
+RLVMR_CK = "models/checkpoints/" + RLVMR + "-task"
+RLVMR_TRAIN = "[" + ",".join(str(s) for s in range(10100, 10400)) + "]"
+RLVMR_EVAL = "[" + ",".join(str(s) for s in range(10040, 10100)) + "]"
+RLVMR_COLD_EVAL = "[" + ",".join(str(s) for s in range(10040, 10050)) + "]"  # the cold start's
 #: the test episodes of each cell, and the first ``CHECK_POLICY_STATES`` gold test states shipped
-RLVMR_TEST_SEEDS = "20060-20079"  # 20000-20019 were spent on the heads without notes
+RLVMR_TEST_SEEDS = "20100-20139"  # 20000-20019 and 20060-20079 were spent on earlier heads
 RLVMR_TEST = f"--env twx:coin --seeds {RLVMR_TEST_SEEDS} --split test --max-steps 25 --seed 0"
 CHECK_POLICY_STATES = 10
-#: GRPO-MR and GRPO iterations (one dev seed, G = 8 episodes of at most 25 steps, each)
-RLVMR_ITERATIONS = 16
+#: GRPO-MR and GRPO iterations (4 dev seeds, G = 8 episodes of at most 25 steps, each)
+RLVMR_ITERATIONS = 80
+#: what the head reads (both recorded in the head, so the rlvmr agent builds the same texts)
+RLVMR_HEAD_OPTS = "--opt map_notes=true --opt context=task"
 
 
 def _rlvmr_run(name: str, extra: str = "") -> Step:
@@ -147,9 +151,9 @@ def _rlvmr_run(name: str, extra: str = "") -> Step:
         f"smcplan train grpo-mr-head --out {ck}/{name} --lr 10 "
         f"--opt init_head={ck}/cold/reference --opt feature_cache={ck}/cold/features.npz "
         f"--opt env=twx:coin --opt split=dev --opt seeds={RLVMR_TRAIN} "
-        f"--opt seeds_per_iteration=1 --opt group_size=8 --opt iterations={RLVMR_ITERATIONS} "
-        f"--opt max_episode_steps=25 --opt eval_every=2 --opt eval_seeds={RLVMR_EVAL} "
-        f"--opt threads=1 --opt map_notes=true{extra} --no-progress",
+        f"--opt seeds_per_iteration=4 --opt group_size=8 --opt iterations={RLVMR_ITERATIONS} "
+        f"--opt max_episode_steps=25 --opt eval_every=5 --opt eval_seeds={RLVMR_EVAL} "
+        f"--opt threads=1 {RLVMR_HEAD_OPTS}{extra} --no-progress",
         f"{ck}/{name}",
         resumable=True,
     )
@@ -172,8 +176,8 @@ def _rlvmr_steps(r: str) -> list[Step]:
             "cold",
             f"smcplan train grpo-mr-head --data {r}/gold-dev.jsonl --out {ck}/cold "
             "--opt env=twx:coin --opt split=dev --opt iterations=0 "
-            f"--opt eval_seeds={RLVMR_EVAL} --opt max_episode_steps=25 --opt threads=2 "
-            "--opt map_notes=true --no-progress",
+            f"--opt eval_seeds={RLVMR_COLD_EVAL} --opt max_episode_steps=25 --opt threads=1 "
+            f"{RLVMR_HEAD_OPTS} --no-progress",
             f"{ck}/cold",
         ),
         _rlvmr_run("grpo-mr"),
@@ -301,7 +305,8 @@ def policy_check_rows(head_dir: Path, shard: Path, states: int) -> list[dict]:
         from smcplan.train.critic import _maps
 
         maps = _maps(read.transitions, [read.header])
-    steps = gold_steps(read.transitions, head.tags, head.info.get("recent", 3), maps)
+    steps = gold_steps(read.transitions, head.tags, head.info.get("recent", 3), maps,
+                       head.info.get("context", "full"))  # fmt: skip
     features = LMFeatures(load_model(head.info.get("model")), head.layers)
     rows = []
     for step in steps[:states]:
@@ -353,7 +358,7 @@ def ship_rlvmr_head(work: Path, dest: Path) -> dict:
             ],
         },
         "curves": {
-            "data": "greedy head on dev seeds 10040-10049 (held out from training)",
+            "data": "greedy head on dev seeds 10040-10099 (held out from training)",
             **curves,
         },
         "check": {"file": "check.jsonl", "n": len(check)},
@@ -389,10 +394,11 @@ RECIPES: dict[str, Recipe] = {
         kind="policy-head",
         description=(
             "RLVMR policy for TextWorldExpress coin: a linear-softmax head over (tag, action) "
-            "candidates on SmolLM2-135M's frozen hidden state, each candidate with the note the "
-            "agent's own place map writes for its action; cold start by maximum likelihood on "
-            "the rule-tagged gold steps of dev seeds, then GRPO-MR (alpha = 0.5) on dev seeds. "
-            "Serves the rlvmr agent with policy_head='twx-coin-rlvmr-head'."
+            "candidates on SmolLM2-135M's frozen hidden state, each candidate read after the "
+            "task alone with the note the agent's own place map writes for its action; cold "
+            "start by maximum likelihood on the rule-tagged gold steps of dev seeds, then 80 "
+            "iterations of GRPO-MR (alpha = 0.5) on dev seeds. Serves the rlvmr agent with "
+            "policy_head='twx-coin-rlvmr-head'."
         ),
         steps=_rlvmr_steps("{runs}/" + RLVMR),
         ship=ship_rlvmr_head,
@@ -400,7 +406,9 @@ RECIPES: dict[str, Recipe] = {
             "alpha": 0.5,
             "learning_rate": 10,
             "iterations": RLVMR_ITERATIONS,
+            "seeds_per_iteration": 4,
             "map_notes": True,
+            "context": "task",
         },
     ),
 }
