@@ -108,9 +108,12 @@ def figure(runs: list[dict[str, Any]], start: dict[str, Any] | None, path: Path)
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    per = {int(r["config"].get("seeds_per_iteration") or 0) for r in runs}
+    k = per.pop() if len(per) == 1 else -1  # 0: every seed each iteration; -1: runs differ
+    seeds = {0: "all dev seeds", 1: "1 dev seed", -1: "dev seeds"}.get(k, f"{k} dev seeds")
     panels = [("held-out success (greedy)", "heldout:success_rate"),
               ("held-out repeated actions per step", "heldout:repeat_rate"),
-              ("training success (sampled, 1 dev seed)", "success_rate"),
+              (f"training success (sampled, {seeds} an iteration)", "success_rate"),
               ("training share of explore steps", "explore_share")]  # fmt: skip
     fig, axes = plt.subplots(1, 4, figsize=(16, 3.6), layout="constrained")
     for run in runs:
