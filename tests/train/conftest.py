@@ -93,3 +93,20 @@ def no_java_process_left_behind():
         return
     gc.collect()
     assert not live_pids(), f"JVMs still running after the train tests: {sorted(live_pids())}"
+
+
+@pytest.fixture
+def seen(monkeypatch):
+    """Every (state, candidate texts) the policy head's features are asked for, in order
+    (a spy on :meth:`smcplan.llm.roles.policy_head.FeatureCache.lookup`)."""
+    from smcplan.llm.roles.policy_head import FeatureCache
+
+    calls: list[tuple[str, list[str]]] = []
+    lookup = FeatureCache.lookup
+
+    def spy(self, name, state, candidates, compute):
+        calls.append((state, list(candidates)))
+        return lookup(self, name, state, candidates, compute)
+
+    monkeypatch.setattr(FeatureCache, "lookup", spy)
+    return calls

@@ -33,20 +33,6 @@ def tiny_lm():
     return tiny_model()
 
 
-@pytest.fixture
-def seen(monkeypatch):
-    """Every (state, candidate texts) the features are asked for, in order."""
-    calls: list[tuple[str, list[str]]] = []
-    lookup = ph.FeatureCache.lookup
-
-    def spy(self, name, state, candidates, compute):
-        calls.append((state, list(candidates)))
-        return lookup(self, name, state, candidates, compute)
-
-    monkeypatch.setattr(ph.FeatureCache, "lookup", spy)
-    return calls
-
-
 STEPS = [("explore", "open door to north", "You open the door."), ("planning", "move north", "Hi")]
 
 

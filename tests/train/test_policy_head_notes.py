@@ -21,7 +21,6 @@ from smcplan.errors import InvalidArgumentError
 from smcplan.llm.roles import policy_head as ph
 from smcplan.llm.roles.policy_head import (
     NOTE_LABEL,
-    FeatureCache,
     LMFeatures,
     PolicyHead,
     candidate_features,
@@ -43,20 +42,6 @@ def tiny_lm():
     from smcplan.llm.testing import tiny_model
 
     return tiny_model()
-
-
-@pytest.fixture
-def seen(monkeypatch):
-    """Every (state, candidate texts) the features are asked for, in order."""
-    calls: list[tuple[str, list[str]]] = []
-    lookup = FeatureCache.lookup
-
-    def spy(self, name, state, candidates, compute):
-        calls.append((state, list(candidates)))
-        return lookup(self, name, state, candidates, compute)
-
-    monkeypatch.setattr(FeatureCache, "lookup", spy)
-    return calls
 
 
 class Recorder:
