@@ -16,6 +16,7 @@ text.  Imports ``smcplan.memory``; never ``smcplan.llm``, agents, eval or cli.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -32,6 +33,7 @@ __all__ = [
     "known_actions",
     "key_to_seed",
     "clip_observation",
+    "first_sentence",
     "render_context",
     "ELISION",
     "OBS_CHARS",
@@ -217,6 +219,25 @@ class TextParticle:
         return render_context(
             task, self.facts(task, retrieval), self.root_observation, self.steps, obs_chars
         )
+
+
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of ``text`` (whitespace made single spaces): up to and including the
+    first ``.``, ``!`` or ``?`` that ends a word; the whole text when there is none.  It is the
+    part of a text-game observation that says what the action did — "You are in the corridor.",
+    "You can't move there, the door is closed.", "You open the wood door, revealing the
+    bathroom." — which is what the planner's twists read from an imagined observation
+    (:func:`smcplan.train.world_model_eval.observation_event`); the room description after it
+    is what a world model cannot know before it has been there.  World models trained with
+    ``target="head"`` write it (:mod:`smcplan.train.world_model`), and a value head that reads
+    the path (:class:`smcplan.planning.twist_value.LearnedProgress`) cuts each imagined reply
+    to it, so that it reads the same text whichever world model imagined the step."""
+    flat = " ".join(str(text).split())
+    m = _SENTENCE_END.search(flat)
+    return flat[: m.end()] if m else flat
 
 
 def render_context(

@@ -18,7 +18,6 @@ and the reward and done events' precision and recall): :mod:`smcplan.train.world
 from __future__ import annotations
 
 import random
-import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,7 @@ from smcplan.llm.roles.world_outcome import (
     ending_of,
     format_completion,
 )
-from smcplan.planning.text_particle import OBS_CHARS, render_context
+from smcplan.planning.text_particle import OBS_CHARS, first_sentence, render_context
 from smcplan.train.data import read_shard, subsample_and_save, write_sft_manifest
 from smcplan.train.world_model_eval import (
     WorldModelScore,
@@ -74,22 +73,6 @@ def context_text(
 #: what a world model is trained to write: ``"full"``, the whole next observation; ``"head"``,
 #: its first sentence (:func:`first_sentence`)
 TARGETS = ("full", "head")
-
-_SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
-
-
-def first_sentence(text: str) -> str:
-    """The first sentence of ``text`` (whitespace made single spaces): up to and including the
-    first ``.``, ``!`` or ``?`` that ends a word; the whole text when there is none.  It is the
-    part of a text-game observation that says what the action did — "You are in the corridor.",
-    "You can't move there, the door is closed.", "You open the wood door, revealing the
-    bathroom." — which is what the planner's twists read from an imagined observation
-    (:func:`observation_event`); the room description after it is what a world model cannot
-    know before it has been there."""
-    flat = " ".join(str(text).split())
-    m = _SENTENCE_END.search(flat)
-    return flat[: m.end()] if m else flat
-
 
 def world_model_examples(
     transitions: Iterable[dict[str, Any]],
