@@ -79,6 +79,7 @@ def test_features_resume_from_the_partial_cache_after_a_stop(script, tmp_path, m
     equals an uninterrupted run's.  (The hidden features are replaced by a function of the
     prompt: what is tested is the caching, not the model.)"""
     import smcplan.llm.roles.score_head as score_head
+    import smcplan.llm.roles.value_head  # noqa: F401 - imported before the patch, not under it
 
     sets = [
         {"episode": "e", "contexts": [f"Task: t\nObservation: {i} {j}" for j in range(4)]}

@@ -165,13 +165,18 @@ def hidden_features(
     layers: Sequence[int] = (-1,),
     assistant_prefix: str = CRITIC_PREFIX,
     batch: int = 4,
+    share_prefix: bool = False,
 ) -> np.ndarray:
     """The hidden states of the last token of each ``prompt`` followed by ``assistant_prefix``
     (``lm.encode_prompt``: the text the model scores and samples), at each of ``layers``,
     concatenated: shape ``(len(prompts), len(layers) * hidden_size)``, float64.
 
     Needs an in-process transformers model (``load_model()``); ``batch`` prompts per forward
-    pass, right-padded, each read at its own last token (padding changes no real position)."""
+    pass, right-padded, each read at its own last token (padding changes no real position).
+    ``share_prefix``: where the prompts of a batch share at least :data:`MIN_SHARED_TOKENS`
+    leading tokens (siblings: one state, each action), the shared tokens are run once and
+    their key-value cache is repeated for the batch's suffixes (the same numbers up to float
+    rounding: a causal model's prefix does not see what follows it)."""
     import torch
 
     check_int(batch, "batch", minimum=1)
@@ -196,6 +201,10 @@ def hidden_features(
         ids = [
             lm.encode_prompt(p, assistant_prefix=assistant_prefix) for p in prompts[i : i + batch]
         ]
+        shared = _common_prefix(ids) if share_prefix and len(ids) > 1 else 0
+        if shared >= MIN_SHARED_TOKENS:
+            rows.append(_shared_prefix_rows(model, ids, shared, layers, pad, device))
+            continue
         width = max(len(x) for x in ids)
         tokens = torch.full((len(ids), width), pad, dtype=torch.long)
         mask = torch.zeros((len(ids), width), dtype=torch.long)
@@ -217,6 +226,62 @@ def hidden_features(
         ]
         rows.append(torch.cat(picked, dim=-1).float().cpu().numpy().astype(np.float64))
     return np.concatenate(rows, axis=0)
+
+
+#: the fewest shared leading tokens worth a separate prefix pass (``share_prefix``)
+MIN_SHARED_TOKENS = 16
+
+
+def _common_prefix(ids: Sequence[Sequence[int]]) -> int:
+    """The number of leading tokens all ``ids`` share, leaving each at least one of its own."""
+    n = min(len(x) for x in ids) - 1
+    first = ids[0]
+    for x in ids[1:]:
+        k = 0
+        while k < n and x[k] == first[k]:
+            k += 1
+        n = k
+    return max(n, 0)
+
+
+def _shared_prefix_rows(
+    model: Any, ids: Sequence[Sequence[int]], shared: int, layers: Sequence[int], pad: int,
+    device: Any,
+) -> np.ndarray:  # fmt: skip
+    """:func:`hidden_features`' rows of one batch whose first ``shared`` tokens are the same:
+    one pass over them (cached), then the suffixes, right-padded, on the repeated cache."""
+    import torch
+    from transformers import DynamicCache
+
+    with torch.no_grad():
+        head = model(
+            input_ids=torch.tensor([list(ids[0][:shared])], device=device),
+            output_hidden_states=True,
+            use_cache=True,
+            cache=DynamicCache(),
+            logits_to_keep=1,
+        )
+        cache = head.cache
+        cache.batch_repeat_interleave(len(ids))
+        tails = [list(x[shared:]) for x in ids]
+        width = max(len(t) for t in tails)
+        tokens = torch.full((len(ids), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(ids), shared + width), dtype=torch.long)
+        mask[:, :shared] = 1
+        for j, t in enumerate(tails):
+            tokens[j, : len(t)] = torch.tensor(t)
+            mask[j, shared : shared + len(t)] = 1
+        out = model(
+            input_ids=tokens.to(device),
+            attention_mask=mask.to(device),
+            cache=cache,
+            output_hidden_states=True,
+            use_cache=True,
+            logits_to_keep=1,
+        )
+    last = torch.tensor([len(t) - 1 for t in tails], device=device)
+    picked = [out.hidden_states[int(layer)][torch.arange(len(ids)), last] for layer in layers]
+    return torch.cat(picked, dim=-1).float().cpu().numpy().astype(np.float64)
 
 
 class ScoreCritic(Critic):

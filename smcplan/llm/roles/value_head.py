@@ -94,13 +94,21 @@ def value_prompts(contexts: Sequence[str]) -> list[Prompt]:
     return [role.messages(context=str(c)) for c in contexts]
 
 
+#: states a forward pass scores: the planner's siblings share the task and the root page, which
+#: :func:`~smcplan.llm.roles.score_head.hidden_features` then runs once (``share_prefix``)
+SHARED_BATCH = 32
+
+
 class ValueModel:
     """``model(contexts) -> values`` in (0, 1), shape ``(len(contexts),)``: the value head's
     :math:`\\hat V` of each rendered state on ``lm``'s hidden states (module docstring).
-    Deterministic; ``batch`` prompts a forward pass."""
+    Deterministic; ``batch`` prompts a forward pass, their shared leading tokens run once."""
 
     def __init__(
-        self, lm: LanguageModel, head: ScoreHead | str | os.PathLike[str], batch: int = 4
+        self,
+        lm: LanguageModel,
+        head: ScoreHead | str | os.PathLike[str],
+        batch: int = SHARED_BATCH,
     ) -> None:
         check_hidden_states(lm)
         self.lm = lm
@@ -120,8 +128,18 @@ class ValueModel:
             )
         if not contexts:
             return np.zeros((0,))
-        feats = hidden_features(
-            self.lm, value_prompts(contexts), self.head.layers, VALUE_PREFIX, self.batch
+        feats = np.concatenate(
+            [
+                hidden_features(
+                    self.lm,
+                    value_prompts(contexts[i : i + self.batch]),
+                    self.head.layers,
+                    VALUE_PREFIX,
+                    self.batch,
+                    share_prefix=True,
+                )  # fmt: skip
+                for i in range(0, len(contexts), self.batch)
+            ]
         )
         if self.head.info.get("text_features"):
             feats = np.hstack([feats, text_features(contexts)])
