@@ -15,9 +15,15 @@ optimal twist is the probability of success from the partial path), and
 particle outright.  The state is rendered as the world model's context with no imagined steps:
 the task, the facts the particle's graph retrieves and its latest observation
 (:func:`~smcplan.planning.text_particle.render_context`), the text the head was fitted on.
-Each distinct state is scored once per plan (a cache by text): the previous state of a particle
-is the one scored at the step before.  Benchmark-free and LLM-generation-free: one forward pass
-per new state.
+A head fitted on sibling steps (``smcplan train value-siblings``, its ``info["reads"] ==
+"path"``) reads the particle's path instead: the task, the real observation at the root and each
+imagined step as ``> action`` and the first sentence of its reply
+(:func:`~smcplan.planning.text_particle.first_sentence`; no facts, the root observation clipped
+to ``info["obs_chars"]`` characters), so :math:`\hat V` is the value of the action taken from the
+root (a Q-value at H = 1) read with what the world model says it did, and the same text whatever
+world model imagined the reply.  Each distinct state is scored once per plan (a cache by text):
+the previous state of a particle is the one scored at the step before.  Benchmark-free and
+LLM-generation-free: one forward pass per new state.
 
 Imports no ``smcplan.llm`` (the value model is handed in).
 """
@@ -32,12 +38,23 @@ import jax.numpy as jnp
 
 from smcplan.planning.components import PlanningError, Score
 from smcplan.planning.config import DEFAULT_RETRIEVAL, Retrieval
-from smcplan.planning.text_particle import OBS_CHARS, render_context
+from smcplan.planning.text_particle import OBS_CHARS, first_sentence, render_context
 
-__all__ = ["LearnedProgress", "VALUE_FLOOR"]
+__all__ = ["LearnedProgress", "VALUE_FLOOR", "READS", "path_text"]
+
+#: what a value head reads (its ``info["reads"]``; none: ``"state"``)
+READS = ("state", "path")
 
 #: :math:`\epsilon`: the smallest value a state's twist takes
 VALUE_FLOOR = 1e-6
+
+
+def path_text(task: str, root_observation: str, steps: Any, obs_chars: int = OBS_CHARS) -> str:
+    """The text a ``reads="path"`` head reads (module docstring): ``render_context`` of the task,
+    no facts, the root observation and each ``(action, reply)`` with the reply cut to its first
+    sentence; the trainer (:mod:`smcplan.train.value_siblings`) renders through it too."""
+    cut = tuple((a, first_sentence(o)) for a, o in steps)
+    return render_context(task, (), root_observation, cut, obs_chars)
 
 
 class LearnedProgress:
@@ -55,11 +72,23 @@ class LearnedProgress:
                 "`smcplan train value-head --out DIR` (DIR/head) or a shipped value head's name"
             )
         self.value_model, self.task, self.retrieval = value_model, task, retrieval
+        info = dict(getattr(getattr(value_model, "head", None), "info", None) or {})
+        self.reads = str(info.get("reads", "state"))
+        if self.reads not in READS:
+            raise PlanningError(
+                f"value head reads {self.reads!r}; known: {', '.join(READS)} (refit it with "
+                "`smcplan train value-head` or `value-siblings`)"
+            )
+        self.obs_chars = int(info.get("obs_chars", OBS_CHARS))
         self._value: dict[str, float] = {}  # state text -> log psi
         self._state: dict[tuple, str] = {}  # a particle's steps -> its state text
 
     def state_text(self, particle: Any) -> str:
-        """The text the head reads for ``particle``'s latest state."""
+        """The text the head reads for ``particle``'s latest state (or its path)."""
+        if self.reads == "path":
+            return path_text(
+                self.task, particle.root_observation, tuple(particle.steps), self.obs_chars
+            )
         facts = particle.facts(self.task, self.retrieval) if hasattr(particle, "facts") else []
         return render_context(self.task, facts, particle.observation, (), OBS_CHARS)
 

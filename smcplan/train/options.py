@@ -91,6 +91,18 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         "threads": integer(1),
         "text_features": boolean,
     },
+    "value-siblings": {
+        "labels": text_list,
+        "heldout": text_list,
+        "heldout_labels": text_list,
+        "obs_chars": integer(20),
+        "max_states": integer(1),
+        "max_siblings": integer(2),
+        "adapter": text,
+        "C": real_or_list(0.0, min_inclusive=False),
+        "folds": integer(2),
+        "threads": integer(1),
+    },
     "cold-start": dict(_SFT),
     "grpo-mr": {
         "env": text,

@@ -31,6 +31,7 @@ TRAINERS: dict[str, str] = {
     "critic": "smcplan.train.critic:run",
     "critic-head": "smcplan.train.critic_head:run",
     "value-head": "smcplan.train.value_head:run",
+    "value-siblings": "smcplan.train.value_siblings:run",
     "cold-start": "smcplan.train.rlvmr:run",
     "grpo-mr": "smcplan.train.grpo_mr:run",
     "grpo-mr-head": "smcplan.train.grpo_mr_head:run",

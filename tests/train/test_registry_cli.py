@@ -11,7 +11,7 @@ from smcplan.train.cli import main as train_main
 
 def test_the_registry_names_the_trainers():
     names = ["cold-start", "critic", "critic-head", "grpo-mr", "grpo-mr-head", "value-head",
-             "world-model"]  # fmt: skip
+             "value-siblings", "world-model"]  # fmt: skip
     assert registry.trainer_names() == names
     from smcplan.train.world_model import run
 
