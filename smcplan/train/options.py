@@ -91,6 +91,12 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         "threads": integer(1),
         "text_features": boolean,
     },
+    "rollout-labels": {
+        "rollouts": integer(1),
+        "rollout_steps": integer(1),
+        "policy": choice("untried", "uniform"),
+        "env": text,
+    },
     "value-siblings": {
         "labels": text_list,
         "heldout": text_list,

@@ -30,6 +30,7 @@ TRAINERS: dict[str, str] = {
     "world-model": "smcplan.train.world_model:run",
     "critic": "smcplan.train.critic:run",
     "critic-head": "smcplan.train.critic_head:run",
+    "rollout-labels": "smcplan.train.rollout_labels:run",
     "value-head": "smcplan.train.value_head:run",
     "value-siblings": "smcplan.train.value_siblings:run",
     "cold-start": "smcplan.train.rlvmr:run",

@@ -24,6 +24,10 @@ observation is compared with the shard's, and a difference is refused
 ``out`` (JSONL, one row per step: ``episode``, ``t``, ``kind``, ``action``, ``value``, ``wins``,
 ``rollouts``), one episode at a time, so ``resume=True`` skips the episodes already there.
 Benchmark-free: any environment with ``reset(seed)``, ``step`` and ``clone()``.
+
+``smcplan train rollout-labels --data SHARD ... --out DIR`` labels each shard into
+``DIR/<shard name>.labels.jsonl`` (:func:`labels_path`) with the env and settings of its header;
+``--resume`` goes on after a kill.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from smcplan.planning.config import ROLLOUT_POLICIES
 from smcplan.train.collect import CollectError
 from smcplan.train.data import read_shard
 
-__all__ = ["rollout_win", "label_shard", "read_labels"]
+__all__ = ["rollout_win", "label_shard", "read_labels", "labels_path", "run"]
 
 
 def rollout_win(
@@ -210,3 +214,61 @@ def read_labels(path: str | os.PathLike[str]) -> dict[str, dict[tuple[int, str],
                 key = (int(row["t"]), row["action"])
                 rows.setdefault(row["episode"], {})[key] = float(row["value"])
     return {ep: rows.get(ep, {}) for ep in finished}
+
+
+def labels_path(out: str | os.PathLike[str], shard: str | os.PathLike[str]) -> Path:
+    """Where ``smcplan train rollout-labels --out OUT`` writes the labels of ``shard``."""
+    return Path(out) / (Path(shard).name.removesuffix(".jsonl") + ".labels.jsonl")
+
+
+def run(request: Any) -> dict[str, Any]:
+    """``smcplan train rollout-labels``: every ``--data`` shard labelled into
+    :func:`labels_path`; ``--opt`` keys ``rollouts`` (M, 32), ``rollout_steps`` (R, 10),
+    ``policy`` (``untried``), ``env`` (default: the shard header's).  ``--seed`` seeds the
+    rollouts; the optimizer flags do not apply."""
+    from smcplan.jsonfile import write_json
+    from smcplan.train.options import trainer_options
+    from smcplan.train.registry import refuse_flags
+
+    opts = trainer_options("rollout-labels", request.options)
+    refuse_flags(
+        request,
+        ("--max-steps", "--epochs", "--lr", "--batch-size", "--save-steps"),
+        "rollout-labels plays rollouts (no training); drop it, and use --opt rollouts=M",
+    )
+    if not request.data:
+        raise InvalidArgumentError(
+            "rollout-labels needs --data SHARD (collected with --branches: `smcplan train "
+            "collect ... --branches all`)"
+        )
+    names = [Path(p).name for p in request.data]
+    if len(set(names)) < len(names):
+        raise InvalidArgumentError(
+            f"--data: two shards share a file name ({', '.join(names)}); their labels would "
+            "share DIR/<name>.labels.jsonl: rename one"
+        )
+    out = Path(request.out)
+    out.mkdir(parents=True, exist_ok=True)
+    t0, rows = time.perf_counter(), []
+    for shard in request.data:
+        env = opts.get("env") or read_shard(shard).header.get("env")
+        if not env:
+            raise InvalidArgumentError(f"{shard}: the header names no env; pass --opt env=NAME")
+        target = labels_path(out, shard)
+        result = label_shard(
+            shard, env, target, rollouts=opts.get("rollouts", 32),
+            rollout_steps=opts.get("rollout_steps", 10), policy=opts.get("policy", "untried"),
+            seed=request.seed, resume=request.resume or not target.exists(),
+        )  # fmt: skip
+        rows.append({"shard": str(shard), "labels": str(target), "env": env, **result})
+    manifest = {
+        "trainer": "rollout-labels",
+        "rollouts": opts.get("rollouts", 32),
+        "rollout_steps": opts.get("rollout_steps", 10),
+        "policy": opts.get("policy", "untried"),
+        "seed": request.seed,
+        "shards": rows,
+        "seconds": time.perf_counter() - t0,
+    }
+    write_json(out / "train.json", manifest)
+    return manifest

@@ -10,8 +10,8 @@ from smcplan.train.cli import main as train_main
 
 
 def test_the_registry_names_the_trainers():
-    names = ["cold-start", "critic", "critic-head", "grpo-mr", "grpo-mr-head", "value-head",
-             "value-siblings", "world-model"]  # fmt: skip
+    names = ["cold-start", "critic", "critic-head", "grpo-mr", "grpo-mr-head", "rollout-labels",
+             "value-head", "value-siblings", "world-model"]  # fmt: skip
     assert registry.trainer_names() == names
     from smcplan.train.world_model import run
 

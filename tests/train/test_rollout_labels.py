@@ -129,3 +129,31 @@ def test_bad_arguments_are_typed_errors(webshop_shard, tmp_path):
     out.write_text("")
     with pytest.raises(InvalidArgumentError, match="exists; pass resume=True"):
         label_shard(webshop_shard, "webshop", out)
+
+
+def test_the_cli_labels_each_shard_and_refuses_bad_flags_in_one_line(webshop_shard, tmp_path,
+                                                                      capsys):  # fmt: skip
+    from smcplan.train.cli import main
+    from smcplan.train.rollout_labels import labels_path
+
+    out = tmp_path / "labels"
+    base = ["rollout-labels", "--data", str(webshop_shard), "--out", str(out)]
+    opts = ["--opt", "rollouts=2", "--opt", "rollout_steps=3"]
+    assert main([*base, *opts, "--no-progress"]) == 0
+    capsys.readouterr()
+    direct = tmp_path / "direct.jsonl"
+    label_shard(webshop_shard, "webshop", direct, rollouts=2, rollout_steps=3, seed=0)
+    assert labels_path(out, webshop_shard).read_text() == direct.read_text()
+    manifest = json.loads((out / "train.json").read_text())
+    assert manifest["shards"][0]["episodes"] == 1 and manifest["rollouts"] == 2
+    for extra, needle in (
+        (opts, "exists; pass resume=True"),
+        (["--opt", "rollouts=0"], "--opt rollouts"),
+        (["--opt", "policy=greedy"], "--opt policy"),
+        (["--lr", "0.1"], "--lr=0.1"),
+        (["--opt", "horizon=3"], "unknown option 'horizon'"),
+    ):
+        assert main([*base, *extra]) == 2, extra
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and needle in err[0], (extra, err)
+    assert main([*base, *opts, "--resume", "--no-progress"]) == 0  # nothing left to label
