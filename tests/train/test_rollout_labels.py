@@ -140,7 +140,7 @@ def test_the_cli_labels_each_shard_and_refuses_bad_flags_in_one_line(webshop_sha
     base = ["rollout-labels", "--data", str(webshop_shard), "--out", str(out)]
     opts = ["--opt", "rollouts=2", "--opt", "rollout_steps=3"]
     assert main([*base, *opts, "--no-progress"]) == 0
-    capsys.readouterr()
+    assert "steps labelled in 1 shard(s)" in capsys.readouterr().out
     direct = tmp_path / "direct.jsonl"
     label_shard(webshop_shard, "webshop", direct, rollouts=2, rollout_steps=3, seed=0)
     assert labels_path(out, webshop_shard).read_text() == direct.read_text()
