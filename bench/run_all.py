@@ -44,6 +44,7 @@ QUICK: dict[str, list[str]] = {
     ],
     "llm_roles": ["--batches", "1", "8", "--precisions", "fp32", "--skip-load"],
     "shared_prefill": ["--quick"],
+    "sibling_features": ["--quick"],
     "llm_cuda": [],  # writes a "skipped" record when no CUDA device is visible
     "viewer_size": ["--episodes", "5", "--max-steps", "20"],
     "agent_step": ["--agents", "react", "--seeds", "10000", "--steps", "2"],
