@@ -157,3 +157,41 @@ def test_the_cli_labels_each_shard_and_refuses_bad_flags_in_one_line(webshop_sha
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and needle in err[0], (extra, err)
     assert main([*base, *opts, "--resume", "--no-progress"]) == 0  # nothing left to label
+
+
+def test_ctrl_c_keeps_the_finished_episodes_and_resume_labels_the_rest(tmp_path):
+    """SIGINT once the first episode is on disk: exit 130, a message naming --resume, only
+    whole episodes in the file; ``--resume`` labels the rest, and (each episode's rollouts
+    seeded by its own seed) the labels equal an uninterrupted run's."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    shard = tmp_path / "gold.jsonl"
+    collect("webshop", list(range(75, 81)), shard, source="gold", split="train", max_steps=15,
+            branches="all", progress=False)  # fmt: skip
+    out = tmp_path / "labels"
+    argv = [sys.executable, "-m", "smcplan.train.cli", "rollout-labels", "--data", str(shard),
+            "--out", str(out), "--opt", "rollouts=64", "--opt", "rollout_steps=10",
+            "--no-progress"]  # fmt: skip
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    target = out / "gold.labels.jsonl"
+    deadline = time.monotonic() + 120
+    while not (target.is_file() and '"end": true' in target.read_text()):
+        assert child.poll() is None, child.stderr.read().decode()[-2000:]
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=60)
+    assert child.returncode == 130, err.decode()[-2000:]
+    assert "--resume" in err.decode()
+    kept = read_labels(target)
+    assert 1 <= len(kept) < 6
+    env_argv = [*argv, "--resume"]
+    assert subprocess.run(env_argv, capture_output=True, env=env, timeout=300).returncode == 0
+    direct = tmp_path / "direct.jsonl"
+    label_shard(shard, "webshop", direct, rollouts=64, rollout_steps=10)
+    assert read_labels(target) == read_labels(direct)
