@@ -191,3 +191,37 @@ def test_the_cli_refuses_bad_options_in_one_line(webshop_data, tmp_path, capsys)
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and needle in err[0], (extra, err)
     assert not (tmp_path / "o").exists()
+
+
+def test_features_resume_from_the_cache_after_a_stop(tmp_path, monkeypatch):
+    """Stopped after the second state's features were written (the cache is replaced
+    atomically, so a SIGKILL leaves the last whole write), a resumed run computes only the
+    states after it and returns what an uninterrupted run returns.  (The hidden features are a
+    function of the prompt here: what is tested is the caching, not the model.)"""
+    import smcplan.llm.roles.score_head as score_head
+    from smcplan.train.value_siblings import sibling_features
+
+    steps = [
+        {"state": f"s{i}", "prompt": [{"role": "user", "content": f"state {i} action {j}"}]}
+        for i in range(5)
+        for j in range(3)
+    ]
+    calls: list[int] = []
+
+    def fake(lm, prompts, layers, prefix, batch, share_prefix=False):
+        calls.append(len(prompts))
+        if lm == "stop" and len(calls) == 3:
+            raise KeyboardInterrupt
+        return np.array([[float(len(str(p))), float(sum(map(ord, str(p))) % 97)] for p in prompts])
+
+    monkeypatch.setattr(score_head, "hidden_features", fake)
+    whole, cached = sibling_features(None, steps, (-1,), tmp_path / "a.npz", False, False, every=1)
+    assert cached == 0 and whole.shape == (15, 2) and calls == [3] * 5
+    calls.clear()
+    with pytest.raises(KeyboardInterrupt):
+        sibling_features("stop", steps, (-1,), tmp_path / "b.npz", False, False, every=1)
+    calls.clear()
+    again, cached = sibling_features(None, steps, (-1,), tmp_path / "b.npz", True, False, every=1)
+    assert cached == 6 and calls == [3, 3, 3] and np.array_equal(again, whole)
+    with pytest.raises(InvalidArgumentError, match="cached for layers"):
+        sibling_features(None, steps[:12], (-1,), tmp_path / "b.npz", True, False)
