@@ -131,6 +131,30 @@ def fit_head(
     )
 
 
+def load_feature_cache(
+    cache: Path, layers: Sequence[int], n: int, resume: bool, unit: str = "examples"
+) -> np.ndarray:
+    """The rows cached in ``cache`` for a run of ``n`` ``unit`` read at ``layers`` (none
+    without ``resume`` or a file); a cache made for other layers or another ``n`` is refused."""
+    if not (resume and cache.is_file()):
+        return np.zeros((0, 0))
+    with np.load(cache) as z:
+        if list(z["layers"]) != list(layers) or int(z["n"]) != n:
+            raise InvalidArgumentError(
+                f"{cache}: cached for layers {list(z['layers'])} and {int(z['n'])} {unit}, "
+                f"not {list(layers)} and {n}: start without resume"
+            )
+        return z["features"]
+
+
+def save_feature_cache(cache: Path, rows: np.ndarray, layers: Sequence[int], n: int) -> None:
+    """Write the rows so far to ``cache`` atomically (a temporary file, then a rename), so a
+    kill leaves the last whole write."""
+    tmp = cache.with_suffix(".tmp.npz")
+    np.savez(tmp, features=rows, layers=np.asarray(layers), n=n)
+    os.replace(tmp, cache)
+
+
 def _features(
     lm: Any,
     examples: list[dict[str, Any]],
@@ -148,15 +172,7 @@ def _features(
     from smcplan.interrupts import raise_if_stopped
     from smcplan.llm.roles.score_head import CRITIC_PREFIX, hidden_features
 
-    done = np.zeros((0, 0))
-    if resume and cache.is_file():
-        with np.load(cache) as z:
-            if list(z["layers"]) != list(layers) or int(z["n"]) != len(examples):
-                raise InvalidArgumentError(
-                    f"{cache}: cached for layers {list(z['layers'])} and {int(z['n'])} examples, "
-                    f"not {list(layers)} and {len(examples)}: start without resume"
-                )
-            done = z["features"]
+    done = load_feature_cache(cache, layers, len(examples), resume, "examples")
     cached = len(done)
     rows = [done] if cached else []
     bar = None
@@ -169,10 +185,7 @@ def _features(
         chunk = examples[i : i + _CHUNK]
         prompts = [ex["prompt"] for ex in chunk]
         rows.append(hidden_features(lm, prompts, layers, prefix or CRITIC_PREFIX, batch=batch))
-        feats = np.concatenate(rows, axis=0)
-        tmp = cache.with_suffix(".tmp.npz")
-        np.savez(tmp, features=feats, layers=np.asarray(layers), n=len(examples))
-        os.replace(tmp, cache)
+        save_feature_cache(cache, np.concatenate(rows, axis=0), layers, len(examples))
         if bar is not None:
             bar.update(len(chunk))
     if bar is not None:

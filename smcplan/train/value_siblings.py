@@ -29,7 +29,6 @@ branches and whose episodes replay.
 
 from __future__ import annotations
 
-import os
 import random
 import time
 from collections.abc import Sequence
@@ -40,7 +39,7 @@ import numpy as np
 
 from smcplan.errors import InvalidArgumentError, check_int
 from smcplan.jsonfile import jsonl_line, write_json
-from smcplan.train.critic_head import DEFAULT_CS
+from smcplan.train.critic_head import DEFAULT_CS, load_feature_cache, save_feature_cache
 from smcplan.train.data import read_shard
 from smcplan.train.rollout_labels import read_labels
 
@@ -138,15 +137,7 @@ def sibling_features(
     from smcplan.llm.roles.score_head import hidden_features
     from smcplan.llm.roles.value_head import VALUE_PREFIX
 
-    done = np.zeros((0, 0))
-    if resume and cache.is_file():
-        with np.load(cache) as z:
-            if list(z["layers"]) != list(layers) or int(z["n"]) != len(steps):
-                raise InvalidArgumentError(
-                    f"{cache}: cached for layers {list(z['layers'])} and {int(z['n'])} steps, "
-                    f"not {list(layers)} and {len(steps)}: start without resume"
-                )
-            done = z["features"]
+    done = load_feature_cache(cache, layers, len(steps), resume, "steps")
     cached = len(done)
     groups: list[list[int]] = []
     for i, step in enumerate(steps):
@@ -170,9 +161,7 @@ def sibling_features(
         rows.append(hidden_features(lm, prompts, layers, VALUE_PREFIX, len(g), share_prefix=True))
         n += len(g)
         if (k + 1) % every == 0 or k == len(todo) - 1:
-            tmp = cache.with_suffix(".tmp.npz")
-            np.savez(tmp, features=np.concatenate(rows), layers=np.asarray(layers), n=len(steps))
-            os.replace(tmp, cache)
+            save_feature_cache(cache, np.concatenate(rows), layers, len(steps))
         if bar is not None:
             bar.update(len(g))
     if bar is not None:
