@@ -294,22 +294,15 @@ def _cmd_train(args: argparse.Namespace) -> int:
     )
     with stop_on_signals():  # nested in main's: the same handlers
         manifest = entry(request)
-    if "steps" in manifest:
+    if "summary" in manifest:  # a trainer that says what it did in its own words
+        done = str(manifest["summary"])
+    elif "steps" in manifest:
         done = f"{manifest['steps']} steps"
-    elif "shards" in manifest and "rollouts" in manifest:  # rollout-labels
-        rows = sum(int(s.get("rows", 0)) for s in manifest["shards"])
-        done = f"{rows} steps labelled in {len(manifest['shards'])} shard(s)"
-    elif "cv_auc" in manifest:
-        done = f"{manifest['examples']} examples, cross-validated AUC {manifest['cv_auc']:.3f}"
-    elif "cv" in manifest and "C" in manifest:  # value-siblings: chosen by choice accuracy
-        best = next(r for r in manifest["cv"] if r["C"] == manifest["C"]
-                    and r["layers"] == manifest["layers"])  # fmt: skip
-        done = (
-            f"{manifest['examples']} examples, cross-validated choice accuracy "
-            f"{best['choice_accuracy']:.3f} (chance {best['chance']:.3f})"
-        )
     else:
-        done = f"{manifest.get('examples', '?')} examples"
+        done = (
+            f"{manifest.get('examples', '?')} examples, cross-validated AUC "
+            f"{manifest.get('cv_auc', float('nan')):.3f}"
+        )
     print(f"{args.command}: {done} -> {manifest.get('weights', args.out)}")
     return 0
 

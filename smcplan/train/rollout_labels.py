@@ -269,6 +269,7 @@ def run(request: Any) -> dict[str, Any]:
         "seed": request.seed,
         "shards": rows,
         "seconds": time.perf_counter() - t0,
+        "summary": f"{sum(r['rows'] for r in rows)} steps labelled in {len(rows)} shard(s)",
     }
     write_json(out / "train.json", manifest)
     return manifest

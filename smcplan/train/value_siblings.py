@@ -375,6 +375,8 @@ def train_value_siblings(
         "seed": seed,
         "shards": [{"path": str(p), **r.header} for p, r in zip(shards, read, strict=True)],
         "labels": [str(p) for p in labels],
+        "summary": f"{len(steps)} examples, cross-validated choice accuracy "
+        f"{best['choice_accuracy']:.3f} (chance {best['chance']:.3f})",
     }
     write_json(out / "train.json", manifest)
     return manifest

@@ -144,6 +144,7 @@ def test_the_trainer_fits_a_path_head_on_the_tiny_model_that_plans(webshop_data,
     assert 0 < len(informative) < len(by_state)  # the search page has one action: no choice
     assert m["examples"] == sum(map(len, informative)) and m["states"] == len(informative)
     assert m["heldout"]["steps"] > 0
+    assert m["summary"].startswith(f"{m['examples']} examples, cross-validated choice accuracy")
     assert 0.0 <= m["cv"][0]["choice_accuracy"] <= 1.0
     head = load_value_head(m["weights"])
     assert head.info["reads"] == "path" and head.info["labels"] == "rollouts"
