@@ -104,6 +104,8 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         "obs_chars": integer(20),
         "max_states": integer(1),
         "max_siblings": integer(2),
+        "world_model": text,
+        "world_model_tokens": integer(1),
         "adapter": text,
         "C": real_or_list(0.0, min_inclusive=False),
         "folds": integer(2),

@@ -41,6 +41,7 @@ from smcplan.errors import InvalidArgumentError, check_int
 from smcplan.jsonfile import jsonl_line, write_json
 from smcplan.train.critic_head import DEFAULT_CS, load_feature_cache, save_feature_cache
 from smcplan.train.data import read_shard
+from smcplan.train.imagined_replies import DEFAULT_REPLY_TOKENS, imagined_steps, state_groups
 from smcplan.train.rollout_labels import read_labels
 
 __all__ = ["sibling_steps", "choice_metrics", "fit_soft", "train_value_siblings", "run"]
@@ -91,6 +92,9 @@ def sibling_steps(
                     "state": f"{k}:{rec['episode']}@{int(rec['t'])}",
                     "action": rec["action"],
                     "kind": rec["kind"],
+                    "task": rec["task"],
+                    "facts": rec.get("facts") or [],
+                    "observation": rec["observation"],
                 }
             )
     if not steps:
@@ -139,12 +143,7 @@ def sibling_features(
 
     done = load_feature_cache(cache, layers, len(steps), resume, "steps")
     cached = len(done)
-    groups: list[list[int]] = []
-    for i, step in enumerate(steps):
-        if groups and steps[groups[-1][0]]["state"] == step["state"]:
-            groups[-1].append(i)
-        else:
-            groups.append([i])
+    groups = state_groups(steps)
     rows = [done] if cached else []
     n = cached
     todo = [g for g in groups if g[0] >= cached]
@@ -269,6 +268,8 @@ def train_value_siblings(
     obs_chars: int = DEFAULT_OBS_CHARS,
     max_states: int | None = None,
     max_siblings: int | None = None,
+    world_model: str | None = None,
+    world_model_tokens: int = DEFAULT_REPLY_TOKENS,
     cs: Sequence[float] = DEFAULT_CS,
     folds: int = 5,
     threads: int | None = None,
@@ -304,6 +305,11 @@ def train_value_siblings(
                 )
     if max_siblings is not None:
         check_int(max_siblings, "max_siblings", minimum=2)
+    if world_model is not None:  # refused before any work, not after the labels are read
+        from smcplan.llm.artifacts import resolve_artifact
+
+        resolve_artifact(world_model, "world_model")
+        check_int(world_model_tokens, "world_model_tokens", minimum=1)
     steps = sibling_steps(
         read, [read_labels(p) for p in labels], obs_chars, True, max_siblings, seed
     )
@@ -315,6 +321,9 @@ def train_value_siblings(
             steps = [s for s in steps if s["state"] in kept]
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    if world_model is not None:  # the text the planner reads with a learned world model
+        steps = imagined_steps(steps, world_model, out / "replies.jsonl", world_model_tokens,
+                               threads, resume, progress, obs_chars)  # fmt: skip
     with open(out / "examples.jsonl", "w", encoding="utf-8") as handle:
         handle.writelines(jsonl_line(s) for s in steps)
     lm = load_model(model, adapter=adapter, threads=threads)
@@ -333,6 +342,7 @@ def train_value_siblings(
         "reads": "path",
         "obs_chars": obs_chars,
         "labels": "rollouts",
+        "replies": world_model or "real",
         "model": model or "smollm2-135m",
         "adapter": adapter,
         "C": best["C"],
@@ -349,6 +359,11 @@ def train_value_siblings(
             [read_shard(p) for p in heldout], [read_labels(p) for p in heldout_labels], obs_chars,
             True, None, seed,
         )  # fmt: skip
+        if world_model is not None:
+            test = imagined_steps(
+                test, world_model, out / "heldout_replies.jsonl", world_model_tokens, threads,
+                resume, progress, obs_chars,
+            )  # fmt: skip
         hf, _ = sibling_features(lm, test, layers, out / "heldout_features.npz", resume, progress)
         scores = head.logits(hf[:, cols]).tolist()
         held = {
@@ -369,6 +384,7 @@ def train_value_siblings(
         "cv": [{**r, "layers": list(layers[: r["block"] + 1])} for r in table],
         "heldout": held,
         "obs_chars": obs_chars,
+        "replies": world_model or "real",
         "features_cached": cached,
         "seconds_features": t_feat,
         "seconds": time.perf_counter() - t0,
@@ -386,7 +402,9 @@ def run(request: Any) -> dict[str, Any]:
     """``smcplan train value-siblings``: ``--opt`` keys ``labels`` (one label file per --data
     shard), ``heldout`` and ``heldout_labels`` (likewise), ``obs_chars`` (1000),
     ``max_states`` (a seeded draw of states, each with all its siblings), ``max_siblings``
-    (at most that many steps a training state: the real one and a seeded draw), ``adapter``, ``C``
+    (at most that many steps a training state: the real one and a seeded draw), ``world_model``
+    (fit on that learned world model's greedy replies, :mod:`smcplan.train.imagined_replies`)
+    and ``world_model_tokens`` (32), ``adapter``, ``C``
     (the grid), ``folds`` (5), ``threads``.  The optimizer flags do not apply (a convex fit):
     giving one is an error."""
     from smcplan.train.options import trainer_options
@@ -412,6 +430,8 @@ def run(request: Any) -> dict[str, Any]:
         obs_chars=opts.get("obs_chars", DEFAULT_OBS_CHARS),
         max_states=opts.get("max_states"),
         max_siblings=opts.get("max_siblings"),
+        world_model=opts.get("world_model"),
+        world_model_tokens=opts.get("world_model_tokens", DEFAULT_REPLY_TOKENS),
         cs=cs,
         folds=opts.get("folds", 5),
         threads=opts.get("threads"),
