@@ -58,3 +58,8 @@ def test_each_value_head_loads(head):
     weight = np.asarray(loaded.weight)
     assert weight.shape[-1] == loaded.dim and np.all(np.isfinite(weight))
     assert loaded.layers  # the hidden layers it reads
+    replies = loaded.info.get("replies", "real")  # a head fitted on a world model's replies
+    if replies != "real":  # names a world model that is kept: a shipped name or a folder here
+        from smcplan.llm.artifacts import artifact_names
+
+        assert replies in artifact_names() or (ROOT.parents[1] / replies).is_dir(), replies
