@@ -14,8 +14,8 @@ from smcplan.llm.roles.world_outcome import FULL_TARGETS
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
-    """A real WebShop shard (gold paths of goals 75 and 76 with 3 branches a step), its rollout labels,
-    and a world model on the tiny random-weight model trained one step on it."""
+    """A real WebShop shard (gold paths of goals 75 and 76 with 3 branches a step), its rollout
+    labels, and a world model on the tiny random-weight model trained one step on it."""
     from smcplan.llm.finetune import SFTSettings
     from smcplan.llm.testing import tiny_model_path
     from smcplan.train.collect import collect
@@ -148,3 +148,33 @@ def test_the_trainer_fits_on_imagined_replies_and_says_so(data, tmp_path, capsys
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and needle in err[0], (extra, err)
     assert not (tmp_path / "o").exists()
+
+
+def test_a_stop_between_states_keeps_whole_lines_and_resume_finishes(data, steps, tmp_path,
+                                                                     monkeypatch):  # fmt: skip
+    """Ctrl-C is read at the checkpoint before each state (``raise_if_stopped``): a stop there
+    leaves the states done as whole lines, and ``resume`` finishes with an uninterrupted run's
+    replies."""
+    import signal
+
+    import smcplan.interrupts as interrupts
+    from smcplan.train.imagined_replies import imagine_replies, state_groups
+
+    _, _, adapter = data
+    whole = imagine_replies(steps, adapter, tmp_path / "whole.jsonl", tokens=8, progress=False)
+    calls = {"n": 0}
+
+    def stop_at_third():
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise interrupts.SweepInterrupted(signal.SIGINT)
+
+    monkeypatch.setattr(interrupts, "raise_if_stopped", stop_at_third)
+    cache = tmp_path / "stopped.jsonl"
+    with pytest.raises(interrupts.SweepInterrupted):
+        imagine_replies(steps, adapter, cache, tokens=8, progress=False)
+    lines = cache.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 2 and all(json.loads(x)["state"] for x in lines)
+    monkeypatch.undo()
+    again = imagine_replies(steps, adapter, cache, tokens=8, resume=True, progress=False)
+    assert again == whole and len(state_groups(steps)) > 2
