@@ -11,7 +11,9 @@ ALFWorld and WebShop (docs/train.md).  This trainer fits it on the choice itself
    M rollouts from its successor that win (1 / 0 exactly for a step that ends the episode).
 2. **Text**: the step as the planner's ``learned`` twist reads it with such a head
    (:func:`smcplan.planning.twist_value.path_text`): the task, the real observation before the
-   step (``obs_chars`` characters), ``> action`` and the first sentence of the reply.
+   step (``obs_chars`` characters), ``> action`` and the first sentence of the reply: the
+   real one, or with ``world_model`` the reply that learned world model imagines, the text the
+   planner reads with it (:mod:`smcplan.train.imagined_replies`).
 3. **Features**: the value heads' (last-token hidden state of the ``value`` prompt, last and
    middle layer; cached in ``<out>/features.npz``, ``--resume`` after a kill).
 4. **Head**: a logistic regression on soft labels, :math:`\min_w \sum_i [\hat v_i \log
