@@ -66,9 +66,8 @@ def _head_scores(run: Path, features: np.ndarray) -> np.ndarray:
     from smcplan.llm.roles.score_head import ScoreHead
 
     head = ScoreHead.load(run / "head")
-    layers = json.loads((run / "train.json").read_text(encoding="utf-8"))["layers"]
     width = features.shape[1] // 2  # the trainer caches the last and the middle layer
-    return head.logits(features[:, : width * len(layers)])
+    return head.logits(features[:, : width * len(head.layers)])
 
 
 def cross(runs: list[Path], labels: list[str]) -> dict[str, Any]:

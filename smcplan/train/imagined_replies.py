@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from smcplan.errors import InvalidArgumentError, check_int
@@ -99,7 +100,9 @@ def imagine_replies(
     groups = state_groups(steps)
     cache = Path(cache)
     done = _read_cache(cache, groups, steps) if resume else []
-    model = learned_observation_model(world_model, tokens, like=_Threads(threads), temperature=0.0)
+    model = learned_observation_model(
+        world_model, tokens, like=SimpleNamespace(threads=threads), temperature=0.0
+    )
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -126,13 +129,6 @@ def imagine_replies(
     if bar is not None:
         bar.close()
     return [r for replies in done for r in replies]
-
-
-class _Threads:
-    """What :func:`learned_observation_model` reads off ``like``: the CPU thread count."""
-
-    def __init__(self, threads: int | None) -> None:
-        self.threads = threads
 
 
 def _line(steps: Sequence[dict[str, Any]], group: list[int], replies: list[str]) -> str:
@@ -167,9 +163,8 @@ def with_replies(
 
 
 def imagined_steps(
-    steps: Sequence[dict[str, Any]], world_model: str, cache: str | Path,
-    tokens: int = DEFAULT_REPLY_TOKENS, threads: int | None = None, resume: bool = False,
-    progress: bool = True, obs_chars: int = 1000,
+    steps: Sequence[dict[str, Any]], world_model: str, cache: str | Path, tokens: int,
+    threads: int | None, resume: bool, progress: bool, obs_chars: int,
 ) -> list[dict[str, Any]]:  # fmt: skip
     """:func:`with_replies` of :func:`imagine_replies`: the steps as the planner with that
     learned world model will read them."""

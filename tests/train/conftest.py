@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import gc
+import importlib.util
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +22,17 @@ OBS = [
     "You take the coin.",
 ]
 ACTIONS = ["move west", "take coin"]
+
+
+SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+
+
+def load_script(name: str):
+    """``scripts/<name>.py`` imported as a module (the scripts are not a package)."""
+    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 #: a counterfactual step from the first state (``write_shard(..., branches=True)``)
@@ -110,3 +123,18 @@ def seen(monkeypatch):
 
     monkeypatch.setattr(FeatureCache, "lookup", spy)
     return calls
+
+
+@pytest.fixture(scope="session")
+def webshop_labelled(tmp_path_factory):
+    """A real WebShop shard (gold paths of train goals 75 and 76, 3 branches a step) and its
+    rollout labels (4 rollouts of at most 6 steps a step): ``(shard, labels)``."""
+    from smcplan.train.collect import collect
+    from smcplan.train.rollout_labels import label_shard
+
+    root = tmp_path_factory.mktemp("webshop-labelled")
+    shard, labels = root / "gold.jsonl", root / "gold.labels.jsonl"
+    collect("webshop", [75, 76], shard, source="gold", split="train", max_steps=15, branches=3,
+            progress=False)  # fmt: skip
+    label_shard(shard, "webshop", labels, rollouts=4, rollout_steps=6)
+    return shard, labels

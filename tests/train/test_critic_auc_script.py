@@ -3,14 +3,12 @@ features the place map reads, the table critic's smoothed shares, and the ceilin
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
 from smcplan.train.critic import critic_examples, critic_labels
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "critic_auc.py"
+from .conftest import load_script
+
 OBS = (
     "You are in the kitchen. In one part of the room you see a stove. \n"
     "To the North you see a closed patio door. To the West you see the living room. "
@@ -25,10 +23,7 @@ ACTIONS = [
 
 @pytest.fixture(scope="module")
 def script():
-    spec = importlib.util.spec_from_file_location("critic_auc", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("critic_auc")
 
 
 def _transition(t: int, gold: str) -> dict:

@@ -13,20 +13,15 @@ from smcplan.llm.roles.world_outcome import FULL_TARGETS
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory):
-    """A real WebShop shard (gold paths of goals 75 and 76 with 3 branches a step), its rollout
-    labels, and a world model on the tiny random-weight model trained one step on it."""
+def data(webshop_labelled, tmp_path_factory):
+    """The labelled WebShop shard (``webshop_labelled``) and a world model on the tiny
+    random-weight model trained one step on it."""
     from smcplan.llm.finetune import SFTSettings
     from smcplan.llm.testing import tiny_model_path
-    from smcplan.train.collect import collect
-    from smcplan.train.rollout_labels import label_shard
     from smcplan.train.world_model import train_world_model
 
+    shard, labels = webshop_labelled
     root = tmp_path_factory.mktemp("imagined")
-    shard, labels = root / "gold.jsonl", root / "gold.labels.jsonl"
-    collect("webshop", [75, 76], shard, source="gold", split="train", max_steps=15, branches=3,
-            progress=False)  # fmt: skip
-    label_shard(shard, "webshop", labels, rollouts=4, rollout_steps=6)
     train_world_model(
         [shard], root / "wm", model=str(tiny_model_path()), depths=(0,), targets=FULL_TARGETS,
         settings=SFTSettings(max_steps=1, batch_size=2, save_steps=1, threads=1, progress=False),

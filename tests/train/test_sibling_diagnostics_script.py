@@ -4,41 +4,31 @@ picks every best sibling, and the three fits report choice metrics in range."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "sibling_diagnostics.py"
+from .conftest import load_script
 
 
 @pytest.fixture(scope="module")
 def script():
-    spec = importlib.util.spec_from_file_location("sibling_diagnostics", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("sibling_diagnostics")
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
+def run(webshop_labelled, tmp_path_factory):
     from smcplan.llm.testing import tiny_model_path
-    from smcplan.train.collect import collect
-    from smcplan.train.rollout_labels import label_shard
     from smcplan.train.value_siblings import train_value_siblings
 
-    root = tmp_path_factory.mktemp("diag")
-    shard, labels = root / "gold.jsonl", root / "gold.labels.jsonl"
-    collect("webshop", [75, 76], shard, source="gold", split="train", max_steps=15, branches=3,
-            progress=False)  # fmt: skip
-    label_shard(shard, "webshop", labels, rollouts=4, rollout_steps=6)
+    shard, labels = webshop_labelled
+    folder = tmp_path_factory.mktemp("diag") / "v"
     manifest = train_value_siblings(
-        [shard], [labels], root / "v", model=str(tiny_model_path()), heldout=[shard],
+        [shard], [labels], folder, model=str(tiny_model_path()), heldout=[shard],
         heldout_labels=[labels], cs=[1.0], folds=2, threads=1, progress=False,
     )  # fmt: skip
-    return root / "v", str(labels), manifest
+    return folder, str(labels), manifest
 
 
 def _main(script, argv, capsys):

@@ -3,23 +3,20 @@ scores a hand-written state exactly as ValueModel does on the embedded model."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
+from .conftest import load_script
+
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "value_probe.py"
 HEAD = ROOT / "models" / "checkpoints" / "alfworld-pick-value-head" / "head"
 TASK = "Your task is to: put a kettle in countertop."
 
 
 @pytest.fixture(scope="module")
 def script():
-    spec = importlib.util.spec_from_file_location("value_probe", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("value_probe")
 
 
 def test_a_bad_fact_is_one_line_and_exit_2(script, capsys):

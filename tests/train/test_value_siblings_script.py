@@ -3,23 +3,15 @@ by hand (ties shared), and a pairwise head that separates a direction it was sho
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-from .conftest import BRANCH, OBS, write_shard
-
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "value_siblings.py"
+from .conftest import BRANCH, OBS, load_script, write_shard
 
 
 @pytest.fixture(scope="module")
 def script():
-    spec = importlib.util.spec_from_file_location("value_siblings", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("value_siblings")
 
 
 def test_a_sibling_set_is_the_gold_successor_then_its_branches(script, tmp_path):

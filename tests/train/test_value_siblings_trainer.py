@@ -108,20 +108,18 @@ def test_a_path_head_reads_the_root_page_the_action_and_the_replys_first_sentenc
 
 
 @pytest.fixture(scope="module")
-def webshop_data(tmp_path_factory):
+def webshop_data(webshop_labelled, tmp_path_factory):
+    """``train``: the labelled shard of goals 75-76 (``webshop_labelled``); ``held``: the same
+    for test goal 20."""
     from smcplan.train.collect import collect
     from smcplan.train.rollout_labels import label_shard
 
     root = tmp_path_factory.mktemp("sib")
-    out = {}
-    for name, split, seeds in (("train", "train", [75, 76]), ("held", "test", [20])):
-        shard = root / f"{name}.jsonl"
-        collect("webshop", seeds, shard, source="gold", split=split, max_steps=15, branches=3,
-                progress=False)  # fmt: skip
-        labels = root / f"{name}.labels.jsonl"
-        label_shard(shard, "webshop", labels, rollouts=4, rollout_steps=6)
-        out[name] = (shard, labels)
-    return out
+    shard, labels = root / "held.jsonl", root / "held.labels.jsonl"
+    collect("webshop", [20], shard, source="gold", split="test", max_steps=15, branches=3,
+            progress=False)  # fmt: skip
+    label_shard(shard, "webshop", labels, rollouts=4, rollout_steps=6)
+    return {"train": webshop_labelled, "held": (shard, labels)}
 
 
 def test_the_trainer_fits_a_path_head_on_the_tiny_model_that_plans(webshop_data, tmp_path):
