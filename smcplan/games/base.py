@@ -34,6 +34,7 @@ __all__ = [
     "HELD",
     "NOT_THINGS",
     "match_goal",
+    "goal_groups",
     "starts_with_any",
 ]
 
@@ -48,12 +49,21 @@ Exits = Mapping[tuple[str, str], str]
 
 class TaskGoal(NamedTuple):
     """What the task asks for: take ``obj`` (seen or said to be in ``obj_place``), then put it
-    in/on ``receptacle`` (in ``receptacle_place``); ``None`` fields are not named by the task."""
+    in/on ``receptacle`` (in ``receptacle_place``); ``None`` fields are not named by the task.
+
+    ``tool`` and ``treated``: a step between taking and putting.  With a ``receptacle``, the held
+    object must first be brought to a ``tool`` (a thing of that kind) and reach the state
+    ``treated`` there (clean at a sink); with none, the ``tool`` itself must reach ``treated``
+    while the object is held (a lamp turned on).  ``count``: how many objects of the kind must
+    end in/on the receptacle."""
 
     obj: str
     obj_place: str | None = None
     receptacle: str | None = None
     receptacle_place: str | None = None
+    tool: str | None = None
+    treated: str | None = None
+    count: int = 1
 
 
 class MapFacts(NamedTuple):
@@ -160,18 +170,27 @@ def starts_with_any(reply: str, markers: Sequence[str]) -> bool:
     return any(text.startswith(m) for m in markers)
 
 
-def match_goal(patterns: Sequence[re.Pattern[str]], task: str) -> TaskGoal | None:
-    """The :class:`TaskGoal` of the first of ``patterns`` found in ``task`` (lower-cased, blanks
-    joined, the text after "your task is to:"); named groups ``obj``, ``op`` (its place),
-    ``rec`` (the receptacle) and ``rp`` (the receptacle's place)."""
+def goal_groups(patterns: Sequence[re.Pattern[str]], task: str) -> dict[str, Any] | None:
+    """The named groups of the first of ``patterns`` found in ``task`` (lower-cased, blanks
+    joined, the text after "your task is to:"), or None."""
     text = " ".join(str(task).lower().split())
     text = text.split("your task is to:")[-1].strip()
     for pattern in patterns:
         hit = pattern.search(text)
         if hit:
-            g = hit.groupdict()
-            return TaskGoal(g["obj"].strip(), g.get("op"), g.get("rec"), g.get("rp"))
+            return hit.groupdict()
     return None
+
+
+def match_goal(patterns: Sequence[re.Pattern[str]], task: str) -> TaskGoal | None:
+    """The :class:`TaskGoal` of the first of ``patterns`` found in ``task``
+    (:func:`goal_groups`); named groups ``obj``, ``op`` (its place), ``rec`` (the receptacle) and
+    ``rp`` (the receptacle's place).  A home whose templates name a tool, a state or a count
+    reads its own further groups (:meth:`GameRules.parse_goal`)."""
+    g = goal_groups(patterns, task)
+    if g is None:
+        return None
+    return TaskGoal(g["obj"].strip(), g.get("op"), g.get("rec"), g.get("rp"))
 
 
 class NullRules:

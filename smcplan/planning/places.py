@@ -16,7 +16,11 @@ closed) and :math:`d_F(\ell) = \min_{(p, c) \in F} d_M(\ell, p) + c`.
 
 **The cost-to-go** :math:`D_{M,s}(\ell) = d_M(\ell, \text{target})` when the goal's target
 (:class:`smcplan.games.TaskGoal`; stage :math:`s`, :func:`stage`) is known and connected to
-:math:`\ell` in :math:`M`, else :math:`d_F(\ell)` (search the frontier).
+:math:`\ell` in :math:`M`, else :math:`d_F(\ell)` (search the frontier).  The target of stage
+:math:`s` cycles per object: a goal object not yet put (nearest instance of its kind), then the
+goal's tool where the task names a treatment (the sink that cleans it, the lamp to turn on), then
+the receptacle; a task of :math:`c` objects passes the cycle :math:`c` times.  In a
+``complete`` map a target last seen closed costs 1/2 more (it must be opened).
 
 Never names a benchmark: the game's words live in :mod:`smcplan.games`.  Imports
 ``smcplan.games`` only.
@@ -43,6 +47,7 @@ __all__ = [
     "frontier_distance",
     "cost_to_go",
     "stage",
+    "final_stage",
     "explored",
     "wasted",
     "with_place",
@@ -172,24 +177,63 @@ def frontier_distance(m: PlaceMap, place: str | None) -> float | None:
     return min(costs) if costs else None
 
 
+def _per_object(goal: TaskGoal) -> int:
+    """The stages one object of the goal passes: held, treated (with a tool), put (with a
+    receptacle)."""
+    return 1 + (goal.tool is not None) + (goal.receptacle is not None)
+
+
+def final_stage(goal: TaskGoal | None) -> int:
+    """The stage at which every object of the goal has passed all of its stages (0: no goal)."""
+    return 0 if goal is None else goal.count * _per_object(goal)
+
+
+def _done_with(m: PlaceMap, goal: TaskGoal) -> set[str]:
+    """The goal objects in/on a goal receptacle, in the ``treated`` state where the goal asks
+    for one."""
+    if not goal.receptacle:
+        return set()
+    return {
+        e
+        for e, w in m.where.items()
+        if kind_of(e) == goal.obj
+        and kind_of(w) == goal.receptacle
+        and (goal.tool is None or m.states.get(e) == goal.treated)
+    }
+
+
+def _is_treated(m: PlaceMap, goal: TaskGoal, held: list[str]) -> bool:
+    """A held goal object is in the ``treated`` state (with a receptacle), or a ``tool`` is (with
+    none: the lamp is on while the object is held)."""
+    if goal.receptacle:
+        return any(m.states.get(e) == goal.treated for e in held)
+    return any(kind_of(t) == goal.tool and st == goal.treated for t, st in m.states.items())
+
+
 def stage(m: PlaceMap, goal: TaskGoal | None) -> int:
-    """0 before a goal object is held, 1 while held, 2 once one is in/on a goal receptacle."""
+    """How far the goal is: per object, one stage for holding it, one for its treatment (with a
+    tool) and one for putting it (with a receptacle), :math:`c` objects in turn; so 0 before a
+    goal object is held, 1 while held, 2 once put in/on a goal receptacle for a plain
+    take-and-put, up to :func:`final_stage`."""
     if goal is None:
         return 0
-    if goal.receptacle and any(
-        kind_of(e) == goal.obj and kind_of(w) == goal.receptacle for e, w in m.where.items()
-    ):
-        return 2
-    return 1 if any(kind_of(e) == goal.obj for e in m.held()) else 0
+    per, done = _per_object(goal), _done_with(m, goal)
+    if goal.receptacle and len(done) >= goal.count:
+        return final_stage(goal)
+    held = [e for e in m.held() if kind_of(e) == goal.obj]
+    s = len(done) * per
+    if held:
+        s += 1 + (goal.tool is not None and _is_treated(m, goal, held))
+    return min(s, final_stage(goal))
 
 
-def _located(m: PlaceMap, name: str, said: str | None) -> set[str]:
+def _located(m: PlaceMap, name: str, said: str | None, skip: set[str] | None = None) -> set[str]:
     """The known places of things of kind ``name`` (a container's own place when it is not one),
-    else the place the task said."""
+    else the place the task said; things in ``skip`` are not counted."""
     places = m.places
     out = set()
     for e, w in m.where.items():
-        if kind_of(e) != name or w == HELD:
+        if kind_of(e) != name or w == HELD or e in (skip or ()):
             continue
         spot = w if w in places else m.where.get(w)
         if spot in places:
@@ -201,18 +245,35 @@ def _located(m: PlaceMap, name: str, said: str | None) -> set[str]:
     return out
 
 
+def _targets(m: PlaceMap, goal: TaskGoal, s: int) -> set[str]:
+    """Where stage ``s`` leads: a goal object not yet done, then the tool (if any), then the
+    receptacle (if any)."""
+    step = s % _per_object(goal)
+    if step == 0:
+        return _located(m, goal.obj, goal.obj_place, _done_with(m, goal))
+    if step == 1 and goal.tool is not None:
+        return _located(m, goal.tool, None)
+    if goal.receptacle:
+        return _located(m, goal.receptacle, goal.receptacle_place)
+    return set()
+
+
+def _closed(m: PlaceMap, place: str) -> float:
+    r"""1/2 for a place of a ``complete`` map last seen closed (a receptacle to open before a thing
+    goes in or comes out), else 0.  Any :math:`c \in (0, 1)` makes both halves of reaching a
+    closed target pay (going there: :math:`(1 - c)/2`; opening it: :math:`c/2`) and going on from
+    it to another target of unknown state pay nothing; with :math:`c = 1` reaching it pays
+    nothing, so a target that turned out closed looked no better than any other place."""
+    return 0.5 if m.complete and m.states.get(place) == "closed" else 0.0
+
+
 def cost_to_go(m: PlaceMap, goal: TaskGoal | None, place: str | None) -> tuple[float | None, bool]:
     r"""(:math:`D_{M,s}(\ell)`, whether the target is known and connected); ``None`` cost when
     neither the target nor a frontier is reachable."""
     s = stage(m, goal)
-    if goal is not None and s < 2:
-        targets = (
-            _located(m, goal.obj, goal.obj_place)
-            if s == 0
-            else (_located(m, goal.receptacle, goal.receptacle_place) if goal.receptacle else set())
-        )
+    if goal is not None and s < final_stage(goal):
         dist = distances(m, place)
-        known = [dist[t] for t in targets if t in dist]
+        known = [dist[t] + _closed(m, t) for t in _targets(m, goal, s) if t in dist]
         if known:
             return min(known), True
     return frontier_distance(m, place), False
@@ -237,8 +298,9 @@ def explored(before: PlaceMap, after: PlaceMap) -> bool:
 
 def wasted(before: PlaceMap, after: PlaceMap, goal: TaskGoal | None = None) -> bool:
     """A step that moved nowhere and taught nothing: same place, no new link, exit, sighting
-    (a thing not seen before), opened door or opened receptacle, and no goal object moved (a
-    failed move, "look", "inventory", closing a door, carrying a thing the task does not name)."""
+    (a thing not seen before), opened door or opened receptacle, no goal object moved and no
+    goal object or tool changed state (a failed move, "look", "inventory", closing a door,
+    carrying a thing the task does not name)."""
     moved = {e for e, w in after.where.items() if before.where.get(e, w) != w}
     return (
         after.place == before.place
@@ -246,9 +308,16 @@ def wasted(before: PlaceMap, after: PlaceMap, goal: TaskGoal | None = None) -> b
         and after.exits.items() <= before.exits.items()
         and after.where.keys() <= before.where.keys()
         and not (goal is not None and any(kind_of(e) == goal.obj for e in moved))
+        and not (goal is not None and _goal_state_changed(before, after, goal))
         and after.opened <= before.opened
         and not any(s == "open" and before.doors.get(k) != "open" for k, s in after.doors.items())
     )
+
+
+def _goal_state_changed(before: PlaceMap, after: PlaceMap, goal: TaskGoal) -> bool:
+    """A goal object or a tool of the goal changed state (cleaned, heated, a lamp turned on)."""
+    kinds = {goal.obj, goal.tool}
+    return any(kind_of(e) in kinds and before.states.get(e) != st for e, st in after.states.items())
 
 
 def with_place(m: PlaceMap, place: str | None) -> PlaceMap:

@@ -16,12 +16,14 @@ and after it (:math:`M' = M_{t-1}`: opening a door turns a cost-2 door into a co
 except when the stage advances (the target changes; the stage term counts it):
 
 .. math:: \delta_t = \tfrac12\big(D_{M',s_t}(\ell_{t-1}) - D_{M_t,s_t}(\ell_t)\big)
-   + [s_t > s_{t-1}] + [\text{explored}_t,\ \text{searching}]
+   + (s_t - s_{t-1}) + [\text{explored}_t,\ \text{searching}]
    + [\text{target connected in } M_t \text{ and not in } M_{t-1}]
    - \tfrac14[\text{wasted}_t] - h\,[\text{took a thing the task does not name}]
 
-(a step toward the target or the frontier earns 1/2, away loses 1/2; taking the object or
-putting it earns 1; *exploring* while the target is unknown earns 1 — entering an unvisited
+(a step toward the target or the frontier earns 1/2, away loses 1/2; each stage reached (taking
+the object, treating it, putting it) earns 1 and each stage undone (putting the object down
+elsewhere, taking it back out) loses 1, so that the stage term telescopes and no cycle of steps
+gains; *exploring* while the target is unknown earns 1 — entering an unvisited
 place, or in a ``complete`` map opening the closed place the agent stands at; reading a
 map or exploring that connects the target earns 1; a *wasted* step, one that moves nowhere and
 adds no link, exit, sighting or opening and moves no goal object, loses 1/4, so that of two
@@ -97,7 +99,8 @@ def step_progress(
     :math:`h` is the ``hold_penalty`` of the game's home ``env_kind``."""
     cost_now, connected = cost_to_go(after, goal, after.place)
     cost_then, was_connected = cost_to_go(before, goal, before.place)
-    advanced = stage(after, goal) > stage(before, goal)
+    advance = stage(after, goal) - stage(before, goal)
+    advanced = advance != 0
     # moving: both costs on the new map; staying: what the step taught about the same place
     cost_prev = (
         cost_to_go(after, goal, before.place)[0]
@@ -107,8 +110,7 @@ def step_progress(
     delta = 0.0
     if cost_now is not None and cost_prev is not None:
         delta += 0.5 * (cost_prev - cost_now)
-    if advanced:
-        delta += 1.0
+    delta += float(advance)
     if not was_connected and explored(before, after):
         delta += 1.0
     if connected and not was_connected and stage(after, goal) == stage(before, goal):
