@@ -13,7 +13,7 @@ frontier are :mod:`smcplan.planning.places`'.
 (:math:`M' = M_t`), so that going back and forth on an unchanged map nets zero and discovering
 a dead end is not punished as moving away; a step that stays in place compares the cost before
 and after it (:math:`M' = M_{t-1}`: opening a door turns a cost-2 door into a cost-1 room),
-except when the stage advances (the target changes; the stage term counts it):
+except when the stage changes (the target changes; the stage term counts it):
 
 .. math:: \delta_t = \tfrac12\big(D_{M',s_t}(\ell_{t-1}) - D_{M_t,s_t}(\ell_t)\big)
    + (s_t - s_{t-1}) + [\text{explored}_t,\ \text{searching}]
@@ -100,12 +100,11 @@ def step_progress(
     cost_now, connected = cost_to_go(after, goal, after.place)
     cost_then, was_connected = cost_to_go(before, goal, before.place)
     advance = stage(after, goal) - stage(before, goal)
-    advanced = advance != 0
     # moving: both costs on the new map; staying: what the step taught about the same place
     cost_prev = (
         cost_to_go(after, goal, before.place)[0]
         if after.place != before.place
-        else (None if advanced else cost_then)
+        else (None if advance else cost_then)
     )
     delta = 0.0
     if cost_now is not None and cost_prev is not None:
@@ -113,7 +112,7 @@ def step_progress(
     delta += float(advance)
     if not was_connected and explored(before, after):
         delta += 1.0
-    if connected and not was_connected and stage(after, goal) == stage(before, goal):
+    if connected and not was_connected and advance == 0:
         delta += 1.0
     if wasted(before, after, goal):
         delta -= 0.25

@@ -105,19 +105,20 @@ def walk(task: str, steps: list[tuple[str, str]]) -> tuple[list[int], list[float
     return stages, deltas
 
 
+CLEAN_POT = "clean some pot and put it in cabinet."
+#: find the pot, take it, carry it to the sink (stages 0, 1, 1)
+TO_THE_SINK = [
+    ("go to countertop 1", "You arrive at countertop 1. On the countertop 1, you see a pot 1."),
+    ("take pot 1 from countertop 1", "You pick up the pot 1 from the countertop 1."),
+    ("go to sinkbasin 1", "You arrive at sinkbasin 1. On the sinkbasin 1, you see nothing."),
+]
+
+
 def test_a_treatment_is_a_stage_of_its_own_and_a_closed_receptacle_costs_half_a_step():
     stages, deltas = walk(
-        "clean some pot and put it in cabinet.",
+        CLEAN_POT,
         [
-            (
-                "go to countertop 1",
-                "You arrive at countertop 1. On the countertop 1, you see a pot 1.",
-            ),
-            ("take pot 1 from countertop 1", "You pick up the pot 1 from the countertop 1."),
-            (
-                "go to sinkbasin 1",
-                "You arrive at sinkbasin 1. On the sinkbasin 1, you see nothing.",
-            ),
+            *TO_THE_SINK,
             ("clean pot 1 with sinkbasin 1", "You clean the pot 1 using the sinkbasin 1."),
             ("go to cabinet 1", "You arrive at cabinet 1. The cabinet 1 is closed."),
             (
@@ -137,17 +138,9 @@ def test_a_treatment_is_a_stage_of_its_own_and_a_closed_receptacle_costs_half_a_
 
 def test_putting_the_object_down_and_taking_it_back_gains_nothing():
     stages, deltas = walk(
-        "clean some pot and put it in cabinet.",
+        CLEAN_POT,
         [
-            (
-                "go to countertop 1",
-                "You arrive at countertop 1. On the countertop 1, you see a pot 1.",
-            ),
-            ("take pot 1 from countertop 1", "You pick up the pot 1 from the countertop 1."),
-            (
-                "go to sinkbasin 1",
-                "You arrive at sinkbasin 1. On the sinkbasin 1, you see nothing.",
-            ),
+            *TO_THE_SINK,
             ("move pot 1 to sinkbasin 1", "You move the pot 1 to the sinkbasin 1."),
             ("take pot 1 from sinkbasin 1", "You pick up the pot 1 from the sinkbasin 1."),
         ],
